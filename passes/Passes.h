@@ -1,0 +1,20 @@
+// The fm passes and the pipeline that `fmc compile` and `fm-opt` share.
+#pragma once
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include <memory>
+
+namespace mlir::fm {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Registers every fm pass and the `fm-compile` pipeline with the global
+/// registry (for fm-opt).
+void registerFmPassesAndPipelines();
+
+} // namespace mlir::fm

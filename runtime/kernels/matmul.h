@@ -1,0 +1,68 @@
+// f32 matmul/matvec against nn.Linear weights (f32 or f16), with a runtime
+// choice between the generic, AVX2, AVX-512 and NEON paths.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace fm::rt {
+class ThreadPool;
+} // namespace fm::rt
+
+namespace fm::kernels {
+
+/// y[M][N] (+)= x[M][K] · w[N][K]ᵀ, all row-major; w is an nn.Linear weight
+/// (out × in). With `accumulate` the products are added to y (a fused
+/// residual add), otherwise y is overwritten. y must not overlap x or w.
+/// M == 1 is the bandwidth-bound decode matvec; M > 1 the prefill matmul.
+/// `pool` may be null (single-threaded).
+void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
+               float *y, bool accumulate, fm::rt::ThreadPool *pool);
+
+/// As matmulF32, with w stored as IEEE binary16 bits, widened in registers.
+void matmulF16W(const float *x, int64_t M, int64_t K, const uint16_t *w,
+                int64_t N, float *y, bool accumulate, fm::rt::ThreadPool *pool);
+
+/// The instruction-set paths compiled into this build.
+enum class MatmulPath { Generic, Avx2, Avx512, Neon };
+
+/// "generic", "avx2", "avx512" or "neon".
+const char *matmulPathName(MatmulPath path);
+/// The path that matmulF32/matmulF16W use, chosen once from the CPU.
+MatmulPath matmulBestPath();
+/// The name of matmulBestPath().
+const char *matmulPathName();
+/// Whether `path` is compiled in and this CPU can run it.
+bool matmulPathAvailable(MatmulPath path);
+
+/// matmulF32/matmulF16W on an explicit path, which must be available; for
+/// tests and benchmarks.
+void matmulF32On(MatmulPath path, const float *x, int64_t M, int64_t K,
+                 const float *w, int64_t N, float *y, bool accumulate,
+                 fm::rt::ThreadPool *pool);
+void matmulF16WOn(MatmulPath path, const float *x, int64_t M, int64_t K,
+                  const uint16_t *w, int64_t N, float *y, bool accumulate,
+                  fm::rt::ThreadPool *pool);
+
+/// Exact IEEE binary16 -> binary32 conversion (subnormals, inf and NaN
+/// included), branch-free so loops over it vectorize.
+inline float halfToFloat(uint16_t h) {
+  uint32_t magnitude = h & 0x7fffu;
+  // Moving the 5-bit exponent and mantissa up by 13 makes a float that is
+  // 2^-112 times the half's value (subnormal halves land on float
+  // subnormals); multiplying by 2^112 rebases the exponent.
+  uint32_t bits = magnitude << 13;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  f *= 0x1p112f;
+  uint32_t scaled;
+  std::memcpy(&scaled, &f, sizeof(scaled));
+  // Inf and NaN keep their mantissa under an all-ones exponent.
+  uint32_t special = bits | 0x7f800000u;
+  uint32_t out = (magnitude >= 0x7c00u ? special : scaled) |
+                 (static_cast<uint32_t>(h & 0x8000u) << 16);
+  std::memcpy(&f, &out, sizeof(f));
+  return f;
+}
+
+} // namespace fm::kernels

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package fmc needs to build, test and benchmark.
+# Idempotent: does nothing (and prints nothing) when all packages are present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache git
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 clang-22
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  openmpi-bin libopenmpi-dev
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,17 @@
+# lit configuration of the fm suite: .mlir files and shell tests under test/.
+import os
+import lit.formats
+
+config.name = "fm"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs",
+                   "reference", "unit", "fuzz"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fm_obj_root, "test")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.fm_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%fm_src", config.fm_src_root))
+config.substitutions.append(("%examples", os.path.join(config.fm_src_root, "examples")))
+config.substitutions.append(("%python", config.python_numpy))
