@@ -1,7 +1,6 @@
 // A tiny afm7-shaped on-device model written by hand: 3 layers, the last
 // of which reuses the KV cache of layer 1 (no K/V projections of its own),
 // fused QKV, interleaved RoPE, q/k norms after RoPE, int8 KV cache.
-// RUN: fm-opt %s | fm-opt | FileCheck %s
 // CHECK-LABEL: fm.model @afm7_tiny
 // CHECK: fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(256) : i8
 // CHECK: fm.attention {{.*}} reuse cache @kv[1]

@@ -16,6 +16,9 @@ CLI:
   --compare passes when max|ref-got| <= rtol * max|ref| and the argmax agrees
   at every position (or at a fraction >= F of positions with
   --min-argmax-agree).  Prints one summary line; exit 0 pass, 1 fail, 2 error.
+  For MoE models the line ends with min_route_gap=G: the smallest margin
+  between the k-th and (k+1)-th routing probability at these tokens (near 0:
+  an expert choice can flip on rounding noise; pick other tokens).
 
 Semantics notes:
   * RMSNorm(x) = x / sqrt(mean(x^2) + eps) * w.
@@ -184,6 +187,10 @@ def moe(x, W, router, experts, k, renorm, names=("gate_proj", "up_proj",
     if not 1 <= k <= E:
         raise ValueError("top-k %d with %d experts" % (k, E))
     comb = np.zeros_like(probs)
+    if _STATS is not None and k < E:
+        srt = np.sort(probs, axis=-1)
+        gap = float(np.min(srt[:, E - k] - srt[:, E - k - 1]))
+        _STATS["min_route_gap"] = min(_STATS.get("min_route_gap", 1.0), gap)
     for t in range(x.shape[0]):
         order = np.argsort(-probs[t], kind="stable")[:k]  # ties: lower index
         w = probs[t, order]
@@ -196,6 +203,9 @@ def moe(x, W, router, experts, k, renorm, names=("gate_proj", "up_proj",
         if rows.size:
             out[rows] += comb[rows, e:e + 1] * swiglu(x[rows], W, experts[e], names)
     return out
+
+
+_STATS = None  # set by logits(..., stats=dict) while it runs
 
 
 def _tokens(tokens, vocab):
@@ -386,18 +396,28 @@ def _pt_moe(cfg, W, tokens):
     return _lm_head(cfg, W, x, "model.embed_tokens.weight")
 
 
-def logits(config, weights, tokens):
-    """Causal teacher-forced logits of every position: float32 [S, vocab]."""
+def logits(config, weights, tokens, stats=None):
+    """Causal teacher-forced logits of every position: float32 [S, vocab].
+
+    If `stats` is a dict it receives "min_route_gap": the smallest gap, over
+    all tokens and MoE layers, between the k-th and (k+1)-th routing
+    probability.  A gap near 0 means a tiny numerical difference can flip an
+    expert choice, so a comparison at that input is not meaningful."""
+    global _STATS
     W = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     mt = config.get("model_type")
-    if mt in ("llama", "mixtral", "qwen2_moe"):
-        out = _hf_decoder(config, W, tokens, mt)
-    elif mt == "afm7":
-        out = _afm7(config, W, tokens)
-    elif mt == "pt_moe":
-        out = _pt_moe(config, W, tokens)
-    else:
-        raise ValueError("unsupported model_type %r" % mt)
+    _STATS = stats
+    try:
+        if mt in ("llama", "mixtral", "qwen2_moe"):
+            out = _hf_decoder(config, W, tokens, mt)
+        elif mt == "afm7":
+            out = _afm7(config, W, tokens)
+        elif mt == "pt_moe":
+            out = _pt_moe(config, W, tokens)
+        else:
+            raise ValueError("unsupported model_type %r" % mt)
+    finally:
+        _STATS = None
     return out.astype(np.float32)
 
 
@@ -405,8 +425,8 @@ def logits(config, weights, tokens):
 # Comparison / CLI
 
 
-def compare(ref, got, rtol=1e-3, min_argmax_agree=None):
-    """-> (ok, summary line)."""
+def compare(ref, got, rtol=1e-3, min_argmax_agree=None, stats=None):
+    """-> (ok, summary line).  `stats` from logits() adds min_route_gap."""
     ref = np.asarray(ref, dtype=np.float64)
     got = np.asarray(got, dtype=np.float64)
     while got.ndim > 2 and got.shape[0] == 1:
@@ -431,6 +451,8 @@ def compare(ref, got, rtol=1e-3, min_argmax_agree=None):
             " (rtol=%g%s)" % ("PASS" if ok else "FAIL", diff, scale, rel, agree,
                               N, rtol, "" if min_argmax_agree is None else
                               ", min_argmax_agree=%g" % min_argmax_agree))
+    if stats and "min_route_gap" in stats:
+        line += " min_route_gap=%.3g" % stats["min_route_gap"]
     return ok, line
 
 
@@ -447,7 +469,8 @@ def main(argv=None):
     try:
         toks = [int(s) for s in a.tokens.replace(" ", "").split(",") if s != ""]
         cfg, W = load_checkpoint(a.model_dir)
-        ref = logits(cfg, W, toks)
+        stats = {}
+        ref = logits(cfg, W, toks, stats)
     except Exception as e:  # noqa: BLE001 - CLI reports any failure
         print("fm_reference: error: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         return 2
@@ -460,7 +483,7 @@ def main(argv=None):
             print("fm_reference: error: cannot load %s: %s" % (a.compare, e),
                   file=sys.stderr)
             return 2
-        ok, line = compare(ref, got, a.rtol, a.min_argmax_agree)
+        ok, line = compare(ref, got, a.rtol, a.min_argmax_agree, stats)
         print(line)
         return 0 if ok else 1
     if not a.out:

@@ -410,17 +410,47 @@ def safetensors_layout():
         assert json.load(f)["torch_dtype"] == "bfloat16"
 
 
+def robust_tokens(cfg, W, min_gap=2e-3):
+    """A deterministic token sequence whose MoE routing has a margin (so
+    rounding noise cannot flip an expert choice)."""
+    rng = np.random.default_rng(123)
+    for attempt in range(50):
+        toks = TOKENS if attempt == 0 else \
+            rng.integers(0, cfg["vocab_size"], len(TOKENS)).tolist()
+        st = {}
+        ref.logits(cfg, W, toks, st)
+        if st.get("min_route_gap", 1.0) >= min_gap:
+            return toks
+    raise AssertionError("no token sequence with routing margin")
+
+
 @test
 def half_precision_close():
-    """(c) f16 (and bf16) checkpoints give logits close to f32 ones."""
+    """(c) f16 (and bf16) checkpoints give logits close to f32 ones.  afm7 is
+    looser: K/V int8 fake quantization turns weight rounding into level flips."""
     for fam, pre in TINY:
-        a = run_ref(ckpt(fam, pre))
-        b = run_ref(ckpt(fam, pre, dtype="f16"))
-        c = run_ref(ckpt(fam, pre, dtype="bf16"))
+        cfg, W = ref.load_checkpoint(ckpt(fam, pre))
+        toks = robust_tokens(cfg, W)
+        a = ref.logits(cfg, W, toks)
+        b = run_ref(ckpt(fam, pre, dtype="f16"), toks)
+        c = run_ref(ckpt(fam, pre, dtype="bf16"), toks)
         assert not np.array_equal(a, b)
-        assert rel_diff(a, b) < 5e-3, (fam, pre, rel_diff(a, b))
-        assert rel_diff(a, c) < 4e-2, (fam, pre, rel_diff(a, c))
-        assert np.mean(np.argmax(a, -1) == np.argmax(b, -1)) >= 0.9, (fam, pre)
+        tol16, tolb = (3e-2, 8e-2) if fam == "afm7" else (5e-3, 3e-2)
+        assert rel_diff(a, b) < tol16, (fam, pre, rel_diff(a, b))
+        assert rel_diff(a, c) < tolb, (fam, pre, rel_diff(a, c))
+        assert np.mean(np.argmax(a, -1) == np.argmax(b, -1)) >= 0.8, (fam, pre)
+    # KV scales (0-d) are exact in every storage dtype
+    Ws = [ref.load_checkpoint(ckpt("afm7", "small", dtype=dt))[1]
+          for dt in ("f32", "f16", "bf16")]
+    for name in Ws[0]:
+        if name.endswith("_scale"):
+            assert Ws[0][name].shape == () and float(Ws[0][name]) > 0
+            assert float(Ws[0][name]) == float(Ws[1][name]) == float(Ws[2][name])
+    # the routing-margin statistic is reported and catches the near tie
+    cfg, W = ref.load_checkpoint(ckpt("mixtral", "tiny"))
+    st = {}
+    ref.logits(cfg, W, TOKENS, st)
+    assert 0 < st["min_route_gap"] < 1e-3, st
 
 
 @test
@@ -481,6 +511,32 @@ def naive_moe_families():
                                       sets={"norm_topk_prob": True}))
     b = naive_hf(cfg, W, TOKENS, "qwen2_moe")
     assert rel_diff(b, ref.logits(cfg, W, TOKENS)) < 1e-6
+
+
+@test
+def moe_ties_lower_index():
+    """Exact routing ties pick the lower expert index; renormalization."""
+    rng = np.random.default_rng(0)
+    H, E, I = 8, 4, 6
+    W = {"r": np.zeros((E, H))}
+    for e in range(E):
+        for nm, shp in (("gate_proj", (I, H)), ("up_proj", (I, H)),
+                        ("down_proj", (H, I))):
+            W["e%d.%s.weight" % (e, nm)] = rng.normal(size=shp)
+    x = rng.normal(size=(3, H))
+    ex = ["e%d." % e for e in range(E)]
+    # all four probabilities equal: top-2 must be experts 0 and 1
+    got = ref.moe(x, W, "r", ex, 2, False)
+    want = 0.25 * (ref.swiglu(x, W, "e0.") + ref.swiglu(x, W, "e1."))
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    got = ref.moe(x, W, "r", ex, 2, True)
+    assert np.allclose(got, 2 * want, rtol=1e-12, atol=1e-12)
+    # experts 1 and 3 tie for the top: k=1 picks 1
+    W["r"] = np.zeros((E, H))
+    W["r"][1, 0] = W["r"][3, 0] = 1.0
+    x = np.abs(x)
+    got = ref.moe(x, W, "r", ex, 1, True)
+    assert np.allclose(got, ref.swiglu(x, W, "e1."), rtol=1e-12, atol=1e-12)
 
 
 @test

@@ -1,0 +1,33 @@
+# The two commands that set up everything on a fresh machine:
+#   make demo   install deps, build, run the main job on the bundled example
+#   make check  install deps, build, run every test
+BUILD ?= build
+JOBS  ?= 2
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+
+.PHONY: all deps configure build check demo docs clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -G Ninja -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: deps configure
+	ninja -C $(BUILD) -j$(JOBS)
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j1
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+docs: configure
+	ninja -C $(BUILD) fm-docs
+
+clean:
+	rm -rf $(BUILD)
