@@ -222,7 +222,8 @@ OwningOpRef<ModuleOp> Emitter::run(StringRef modelDir,
   int64_t slots = spec.parallelTracks ? spec.numLayersPerTrack() : 0;
   if (!spec.parallelTracks)
     for (const LayerSpec &l : spec.blocks.front().tracks.front())
-      slots = std::max(slots, l.index + 1);
+      if (l.attn.reuseKvOfLayer < 0)
+        slots = std::max(slots, l.index + 1);
   int64_t tracks = spec.parallelTracks ? spec.numTracks : 1;
   for (int64_t t = 0; t < tracks; ++t) {
     std::string name =
