@@ -3,6 +3,7 @@
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include <cstdint>
 #include <memory>
 
 namespace mlir::fm {
@@ -12,6 +13,14 @@ namespace mlir::fm {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+struct CompileOptions {
+  /// The most tokens one prefill call processes (the arena is sized for it).
+  int64_t maxPrefillRows = 64;
+};
+
+/// share-kv → lower-to-kernels → fuse → cse → plan-memory.
+void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts);
 
 /// Registers every fm pass and the `fm-compile` pipeline with the global
 /// registry (for fm-opt).

@@ -15,7 +15,50 @@ def ShareKvPass : Pass<"fm-share-kv", "mlir::ModuleOp"> {
     `fm.take_last` before them. That is the time-to-first-token gain of
     afm7's shared KV cache.
   }];
-  let dependentDialects = ["::mlir::fm::FmDialect"];
+  let dependentDialects = ["::mlir::fm::FmDialect", "::mlir::func::FuncDialect"];
+}
+
+def LowerToKernelsPass : Pass<"fm-lower-to-kernels", "mlir::ModuleOp"> {
+  let summary = "Lowers fm layers to the kernel level (fmk)";
+  let description = [{
+    Rewrites every phase function into fmk ops: projections become
+    `fmk.matmul` (runtime micro-kernels), attention becomes RoPE, q/k norms,
+    KV fake-quant and cache writes (row ops) around an `fmk.attention`
+    micro-kernel, SwiGLU MLPs become two matmuls, `fmk.silu_mul` and a
+    matmul. Ops without a CPU lowering (today: fm.moe, fm.track_block, the
+    ViT ops) are reported with their layer.
+  }];
+  let dependentDialects = ["::mlir::fmk::FmkDialect"];
+}
+
+def FusePass : Pass<"fm-fuse", "mlir::ModuleOp"> {
+  let summary = "Fuses projections, residual adds and row ops into kernels";
+  let description = [{
+    Three fusions at the kernel level: (1) matmuls of one input (Q/K/V,
+    gate/up) become one matmul over the stacked weights, followed by column
+    slices; (2) a residual add of a matmul result is folded into the matmul
+    (`acc`), which accumulates in place; (3) every run of row ops (norms,
+    RoPE, q/k norms, fake-quant, cache writes, SwiGLU, adds) becomes one
+    `fmk.group`, compiled to one native kernel. Groups with the same body
+    share a kernel name, so each distinct kernel is compiled once.
+  }];
+  let dependentDialects = ["::mlir::fmk::FmkDialect"];
+}
+
+def PlanMemoryPass : Pass<"fm-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Assigns every activation a static offset in its phase's arena";
+  let description = [{
+    For each phase function, every activation gets a buffer of
+    rows x width floats (rows = `max-rows` for prefill phases, 1 for decode
+    and for last-position values), placed first-fit by liveness in a single
+    arena; an in-place accumulating matmul shares its accumulator's buffer.
+    Results: `fmk.buffers` (offsets in floats) on each op, `fmk.arena_floats`
+    and `fmk.max_rows` on each function.
+  }];
+  let options = [
+    Option<"maxRows", "max-rows", "int64_t", /*default=*/"64",
+           "the most tokens one prefill call processes">
+  ];
 }
 
 #endif // FM_PASSES_TD

@@ -2,6 +2,8 @@
 // int8), with optional sliding window.
 #pragma once
 
+#include "kernels/isa.h"
+
 #include <cstdint>
 
 namespace fm::rt {
@@ -38,5 +40,11 @@ struct AttentionArgs {
 /// f32 with a running maximum (blocks of keys, no scratch beyond the
 /// stack). Work is split across `pool` (may be null) by (s, h) pairs.
 void attention(const AttentionArgs &args, fm::rt::ThreadPool *pool);
+
+/// attention() on an explicit instruction-set path, which must be available
+/// (kernelIsaAvailable); Neon runs the generic source, NEON being baseline on
+/// AArch64. For tests and benchmarks.
+void attentionOn(KernelIsa isa, const AttentionArgs &args,
+                 fm::rt::ThreadPool *pool);
 
 } // namespace fm::kernels

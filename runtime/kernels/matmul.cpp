@@ -23,25 +23,10 @@ constexpr int64_t kMinParallelWork = 1 << 15;
 constexpr int64_t kPrefillUnitRowsN = 64;
 constexpr int64_t kPrefillUnitRowsM = 128;
 
-MatmulPath detectBestPath() {
-#if defined(FM_KERNELS_X86)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
-    return MatmulPath::Avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    return MatmulPath::Avx2;
-#elif defined(FM_KERNELS_NEON)
-  return MatmulPath::Neon;
-#endif
-  return MatmulPath::Generic;
-}
-
-const MatmulIsa &isa(MatmulPath path) {
-  assert(matmulPathAvailable(path) && "matmul path not available");
+const MatmulIsa &isaTable(MatmulPath path) {
+  assert(kernelIsaAvailable(path) && "matmul path not available");
   // Never run instructions this CPU lacks, even when asserts are off.
-  if (!matmulPathAvailable(path))
+  if (!kernelIsaAvailable(path))
     return detail::kMatmulGeneric;
   switch (path) {
 #if defined(FM_KERNELS_X86)
@@ -104,62 +89,29 @@ void run(detail::MatmulRangeFn<W> range, const float *x, int64_t M, int64_t K,
 
 } // namespace
 
-const char *matmulPathName(MatmulPath path) {
-  switch (path) {
-  case MatmulPath::Generic:
-    return "generic";
-  case MatmulPath::Avx2:
-    return "avx2";
-  case MatmulPath::Avx512:
-    return "avx512";
-  case MatmulPath::Neon:
-    return "neon";
-  }
-  return "unknown";
-}
-
-MatmulPath matmulBestPath() {
-  static const MatmulPath best = detectBestPath();
-  return best;
-}
-
-const char *matmulPathName() { return matmulPathName(matmulBestPath()); }
-
-bool matmulPathAvailable(MatmulPath path) {
-  switch (path) {
-  case MatmulPath::Generic:
-    return true;
-  case MatmulPath::Avx2:
-    return matmulBestPath() == MatmulPath::Avx2 ||
-           matmulBestPath() == MatmulPath::Avx512;
-  case MatmulPath::Avx512:
-  case MatmulPath::Neon:
-    return matmulBestPath() == path;
-  }
-  return false;
-}
+const char *matmulPathName() { return kernelIsaName(kernelIsaBest()); }
 
 void matmulF32On(MatmulPath path, const float *x, int64_t M, int64_t K,
                  const float *w, int64_t N, float *y, bool accumulate,
                  fm::rt::ThreadPool *pool) {
-  run(isa(path).f32, x, M, K, w, N, y, accumulate, pool);
+  run(isaTable(path).f32, x, M, K, w, N, y, accumulate, pool);
 }
 
 void matmulF16WOn(MatmulPath path, const float *x, int64_t M, int64_t K,
                   const uint16_t *w, int64_t N, float *y, bool accumulate,
                   fm::rt::ThreadPool *pool) {
-  run(isa(path).f16, x, M, K, w, N, y, accumulate, pool);
+  run(isaTable(path).f16, x, M, K, w, N, y, accumulate, pool);
 }
 
 void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
                float *y, bool accumulate, fm::rt::ThreadPool *pool) {
-  matmulF32On(matmulBestPath(), x, M, K, w, N, y, accumulate, pool);
+  matmulF32On(kernelIsaBest(), x, M, K, w, N, y, accumulate, pool);
 }
 
 void matmulF16W(const float *x, int64_t M, int64_t K, const uint16_t *w,
                 int64_t N, float *y, bool accumulate,
                 fm::rt::ThreadPool *pool) {
-  matmulF16WOn(matmulBestPath(), x, M, K, w, N, y, accumulate, pool);
+  matmulF16WOn(kernelIsaBest(), x, M, K, w, N, y, accumulate, pool);
 }
 
 } // namespace fm::kernels

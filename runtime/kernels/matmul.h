@@ -2,6 +2,8 @@
 // choice between the generic, AVX2, AVX-512 and NEON paths.
 #pragma once
 
+#include "kernels/isa.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -23,20 +25,15 @@ void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
 void matmulF16W(const float *x, int64_t M, int64_t K, const uint16_t *w,
                 int64_t N, float *y, bool accumulate, fm::rt::ThreadPool *pool);
 
-/// The instruction-set paths compiled into this build.
-enum class MatmulPath { Generic, Avx2, Avx512, Neon };
+/// The instruction-set paths (see isa.h for which are compiled in and which
+/// this CPU runs).
+using MatmulPath = KernelIsa;
 
-/// "generic", "avx2", "avx512" or "neon".
-const char *matmulPathName(MatmulPath path);
-/// The path that matmulF32/matmulF16W use, chosen once from the CPU.
-MatmulPath matmulBestPath();
-/// The name of matmulBestPath().
+/// The name of the path that matmulF32/matmulF16W use, e.g. "avx512".
 const char *matmulPathName();
-/// Whether `path` is compiled in and this CPU can run it.
-bool matmulPathAvailable(MatmulPath path);
 
-/// matmulF32/matmulF16W on an explicit path, which must be available; for
-/// tests and benchmarks.
+/// matmulF32/matmulF16W on an explicit path, which must be available
+/// (kernelIsaAvailable); for tests and benchmarks.
 void matmulF32On(MatmulPath path, const float *x, int64_t M, int64_t K,
                  const float *w, int64_t N, float *y, bool accumulate,
                  fm::rt::ThreadPool *pool);

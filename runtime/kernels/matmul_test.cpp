@@ -107,14 +107,14 @@ void expectClose(const Problem &p, const std::vector<float> &y,
 class MatmulPathTest : public ::testing::TestWithParam<MatmulPath> {
 protected:
   void SetUp() override {
-    if (!matmulPathAvailable(GetParam()))
-      GTEST_SKIP() << matmulPathName(GetParam())
+    if (!kernelIsaAvailable(GetParam()))
+      GTEST_SKIP() << kernelIsaName(GetParam())
                    << " is not compiled in or not supported by this CPU";
   }
 };
 
 std::string pathTestName(const ::testing::TestParamInfo<MatmulPath> &info) {
-  return matmulPathName(info.param);
+  return kernelIsaName(info.param);
 }
 
 void runShapes(MatmulPath path, const std::vector<int64_t> &Ms,
@@ -169,14 +169,15 @@ INSTANTIATE_TEST_SUITE_P(Paths, MatmulPathTest, ::testing::ValuesIn(kAllPaths),
                          pathTestName);
 
 TEST(MatmulDispatch, BestPathIsAvailableAndNamed) {
-  EXPECT_TRUE(matmulPathAvailable(matmulBestPath()));
-  EXPECT_TRUE(matmulPathAvailable(MatmulPath::Generic));
-  EXPECT_STREQ(matmulPathName(), matmulPathName(matmulBestPath()));
+  EXPECT_TRUE(kernelIsaAvailable(kernelIsaBest()));
+  EXPECT_TRUE(kernelIsaAvailable(MatmulPath::Generic));
+  EXPECT_STREQ(matmulPathName(), kernelIsaName(kernelIsaBest()));
 #if defined(__x86_64__)
-  EXPECT_FALSE(matmulPathAvailable(MatmulPath::Neon));
+  EXPECT_FALSE(kernelIsaAvailable(MatmulPath::Neon));
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
-    EXPECT_EQ(matmulBestPath(), MatmulPath::Avx512);
+      __builtin_cpu_supports("avx512vl")) {
+    EXPECT_EQ(kernelIsaBest(), MatmulPath::Avx512);
+  }
 #endif
 }
 

@@ -25,9 +25,18 @@ public:
 
 private:
   struct Candidate {
-    float value; // Logit, then probability.
+    float value; // ln(p / p_max), then p / p_max.
     int32_t id;
   };
+
+  /// Keeps the topK most likely tokens in candidates_, sorted.
+  int64_t selectTopK(const float *logits, int64_t vocab, float maxLogit);
+  /// Keeps the tokens that may be in the top-p nucleus in candidates_,
+  /// sorted: a superset of it, found in O(vocab) by log-probability buckets.
+  int64_t selectNucleusSuperset(const float *logits, int64_t vocab,
+                                float maxLogit);
+  /// Draws from all of the vocabulary without sorting.
+  int32_t sampleAll(const float *logits, int64_t vocab, float maxLogit);
 
   /// A uniform draw in [0, 1) built from the generator's raw bits, so it is
   /// the same across standard libraries (std::uniform_real_distribution is
@@ -39,6 +48,9 @@ private:
   float topP_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;
+  std::vector<float> probs_;
+  std::vector<float> blockSums_;
+  double nucleusTotal_ = 0.0; // Mass of the vocabulary, for top-p.
 };
 
 } // namespace fm::kernels

@@ -1,4 +1,4 @@
-// Round trip of the model structure: fm.model, fm.kv_cache (f32/f16/bf16/i8) and phase functions marked fm.phase.
+// Round trip of the model structure: fm.model, fm.kv_cache (f32/f16/bf16/i8) and phase functions marked fm.phase (prefill, prefill_last, decode, encode).
 // RUN: fm-opt %s -split-input-file | fm-opt -split-input-file | FileCheck %s
 // RUN: fm-opt %s -split-input-file > %t.1 && fm-opt %t.1 -split-input-file > %t.2 && diff %t.1 %t.2
 
@@ -80,4 +80,20 @@ fm.model @with_helper attributes {family = "llama", vocab_size = 8 : i64, hidden
 }
 func.func @outside(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   return %x : tensor<?x64xf32>
+}
+
+// -----
+
+// The prefill_last phase (prefill that only needs the last position's logits).
+// CHECK-LABEL: fm.model @with_prefill_last
+// CHECK: func.func @prefill_last({{.*}}) -> (tensor<1x64xf32>, index) attributes {fm.phase = "prefill_last"}
+// CHECK: func.func @decode({{.*}}) -> tensor<?x64xf32> attributes {fm.phase = "decode"}
+fm.model @with_prefill_last attributes {family = "afm7", vocab_size = 128 : i64, hidden_size = 64 : i64} {
+  func.func @prefill_last(%x: tensor<?x64xf32>, %pos: index) -> (tensor<1x64xf32>, index) attributes {fm.phase = "prefill_last"} {
+    %r, %p = fm.take_last %x at %pos : tensor<?x64xf32> -> tensor<1x64xf32>
+    return %r, %p : tensor<1x64xf32>, index
+  }
+  func.func @decode(%x: tensor<?x64xf32>, %pos: index) -> tensor<?x64xf32> attributes {fm.phase = "decode"} {
+    return %x : tensor<?x64xf32>
+  }
 }

@@ -1,5 +1,6 @@
 // fm-opt: runs fm passes and pipelines on .mlir files, like mlir-opt.
 #include "dialects/fm/IR/FmDialect.h"
+#include "dialects/fmk/IR/FmkDialect.h"
 #include "passes/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -8,7 +9,7 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::fm::FmDialect, mlir::func::FuncDialect,
+  registry.insert<mlir::fm::FmDialect, mlir::fmk::FmkDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   mlir::fm::registerFmPassesAndPipelines();
   return mlir::asMainReturnCode(

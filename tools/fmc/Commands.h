@@ -14,4 +14,23 @@ struct ImportArgs {
 };
 int runImport(const ImportArgs &args);
 
+struct CompileArgs {
+  std::string input;       // checkpoint directory or fm IR (.mlir)
+  std::string output;
+  std::string target = "cpu";
+  std::string cpu = "native";
+  std::string quant = "none";
+  int64_t contextLength = 2048;
+  int64_t maxPrefill = 64;
+  std::string dumpIr;      // write the planned kernel-level IR here
+};
+int runCompile(const CompileArgs &args);
+
+struct InspectArgs {
+  std::string artifact;
+  bool json = false;
+  bool verifyHash = false;
+};
+int runInspect(const InspectArgs &args);
+
 } // namespace fm::cli

@@ -23,8 +23,47 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber)
       ->default_val(2048);
 
+  fm::cli::CompileArgs comp;
+  CLI::App *compileCmd = app.add_subcommand(
+      "compile", "Compile a checkpoint directory or fm IR into a .fmb artifact");
+  compileCmd->add_option("input", comp.input,
+                         "checkpoint directory or .mlir file")
+      ->required();
+  compileCmd->add_option("-o,--output", comp.output, "the artifact to write")
+      ->required();
+  compileCmd->add_option("--target", comp.target, "code generation target")
+      ->check(CLI::IsMember({"cpu"}))
+      ->default_val("cpu");
+  compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
+      ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
+      ->default_val("native");
+  compileCmd->add_option("--quant", comp.quant, "weight quantization")
+      ->default_val("none");
+  compileCmd->add_option("--context", comp.contextLength,
+                         "positions each KV cache holds (when importing)")
+      ->check(CLI::PositiveNumber)
+      ->default_val(2048);
+  compileCmd->add_option("--max-prefill", comp.maxPrefill,
+                         "the most prompt tokens one prefill call processes")
+      ->check(CLI::PositiveNumber)
+      ->default_val(64);
+  compileCmd->add_option("--dump-ir", comp.dumpIr,
+                         "also write the planned kernel-level IR here");
+
+  fm::cli::InspectArgs insp;
+  CLI::App *inspectCmd =
+      app.add_subcommand("inspect", "Print what a .fmb artifact holds");
+  inspectCmd->add_option("artifact", insp.artifact, "the .fmb file")->required();
+  inspectCmd->add_flag("--json", insp.json, "print JSON");
+  inspectCmd->add_flag("--verify-hash", insp.verifyHash,
+                       "also check the content hash of the weights");
+
   CLI11_PARSE(app, argc, argv);
   if (importCmd->parsed())
     return fm::cli::runImport(imp);
+  if (compileCmd->parsed())
+    return fm::cli::runCompile(comp);
+  if (inspectCmd->parsed())
+    return fm::cli::runInspect(insp);
   return 1;
 }

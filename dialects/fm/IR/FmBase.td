@@ -41,8 +41,7 @@ class Fm_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 
 // Activations: [tokens, features] f32 tensors.
 def Fm_Activation : 2DTensorOf<[F32]>;
-// Stored parameters: any float (the checkpoint's dtype) or the i8/i32 of
-// token ids and quantized data.
+// Stored parameters: the checkpoint's float dtype.
 def Fm_Weight : RankedTensorOf<[F32, F16, BF16]>;
 
 #endif // FM_BASE_TD

@@ -28,15 +28,17 @@ void FmDialect::initialize() {
 LogicalResult FmDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() != kPhaseAttrName)
-    return op->emitError() << "unknown fm attribute '" << attr.getName() << "'";
+    return op->emitError() << "unknown fm attribute '"
+                           << attr.getName().getValue() << "'";
   auto phase = dyn_cast<StringAttr>(attr.getValue());
   if (!isa<func::FuncOp>(op))
     return op->emitError() << "'fm.phase' marks a func.func, not '"
                            << op->getName() << "'";
-  if (!phase || !llvm::is_contained({"prefill", "decode", "encode"},
+  if (!phase || !llvm::is_contained({"prefill", "prefill_last", "decode",
+                                     "encode"},
                                     phase.getValue()))
-    return op->emitError()
-           << "'fm.phase' must be \"prefill\", \"decode\" or \"encode\"";
+    return op->emitError() << "'fm.phase' must be \"prefill\", "
+                              "\"prefill_last\", \"decode\" or \"encode\"";
   if (!isa_and_nonnull<ModelOp>(op->getParentOp()))
     return op->emitError() << "phase function '"
                            << cast<func::FuncOp>(op).getSymName()

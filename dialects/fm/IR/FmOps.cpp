@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,6 +30,10 @@ std::string shapeStr(ArrayRef<int64_t> shape) {
   });
   os << "]";
   return s;
+}
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -118,9 +123,15 @@ Operation *ModelOp::lookupPhase(StringRef phase) {
 }
 
 LogicalResult ModelOp::verifyRegions() {
-  if (getVocabSize() <= 0 || getHiddenSize() <= 0)
+  if ((int64_t)getVocabSize() <= 0 || (int64_t)getHiddenSize() <= 0)
     return emitOpError() << "model '" << getSymName()
                          << "': vocab_size and hidden_size must be positive";
+  llvm::StringMap<Operation *> phases;
+  for (auto fn : getBodyBlock().getOps<func::FuncOp>())
+    if (auto p = fn->getAttrOfType<StringAttr>(FmDialect::kPhaseAttrName))
+      if (!phases.try_emplace(p.getValue(), fn).second)
+        return fn.emitOpError() << "model '" << getSymName() << "' has two \""
+                                << p.getValue() << "\" phase functions";
   // The KV plan of each function: every slot has one writer, and a layer that
   // reuses a slot reads one that an earlier layer writes.
   for (Operation &fnOp : getBodyBlock()) {
@@ -154,8 +165,10 @@ LogicalResult ModelOp::verifyRegions() {
                << " of @" << reader.getCache()
                << ", but no layer writes that slot";
       AttentionOp writer = it->second;
-      if (!writer->isBeforeInBlock(reader) &&
-          writer->getBlock() == reader->getBlock())
+      // Compare positions in the reader's block (the writer may be nested in
+      // a track block there).
+      Operation *w = reader->getBlock()->findAncestorOpInBlock(*writer);
+      if (w && w != reader.getOperation() && !w->isBeforeInBlock(reader))
         return reader.emitOpError()
                << reader.describe() << " reuses the KV cache of "
                << writer.describe() << ", which comes after it";
@@ -195,10 +208,10 @@ LogicalResult ParamOp::verify() {
 }
 
 LogicalResult KvCacheOp::verify() {
-  for (auto [name, v] : {std::make_pair("layers", getLayers()),
-                         std::make_pair("kv_heads", getKvHeads()),
-                         std::make_pair("head_dim", getHeadDim()),
-                         std::make_pair("capacity", getCapacity())})
+  for (auto [name, v] : {std::make_pair("layers", (int64_t)getLayers()),
+                         std::make_pair("kv_heads", (int64_t)getKvHeads()),
+                         std::make_pair("head_dim", (int64_t)getHeadDim()),
+                         std::make_pair("capacity", (int64_t)getCapacity())})
     if (v <= 0)
       return emitOpError() << "KV cache @" << getSymName() << ": " << name
                            << " must be positive, got " << v;
@@ -227,7 +240,8 @@ LogicalResult EmbeddingOp::verify() {
   ArrayRef<int64_t> out = shapeOf(getResult());
   if (out[1] != table[1])
     return emitOpError() << "embedding of width " << table[1]
-                         << " cannot produce activations of width " << out[1];
+                         << " cannot produce activations of width "
+                         << dimStr(out[1]);
   int64_t s = shapeOf(getTokens())[0];
   if (!ShapedType::isDynamic(s) && !ShapedType::isDynamic(out[0]) && s != out[0])
     return emitOpError() << s << " tokens cannot produce " << out[0] << " rows";
@@ -271,7 +285,7 @@ LogicalResult LmHeadOp::verify() {
   if (shapeOf(getResult())[1] != w[0])
     return emitOpError() << "lm_head: " << w[0]
                          << " vocabulary rows cannot produce logits of width "
-                         << shapeOf(getResult())[1];
+                         << dimStr(shapeOf(getResult())[1]);
   if (getTied()) {
     auto param = getWeight().getDefiningOp<ParamOp>();
     bool isEmbedding = false;
@@ -283,10 +297,21 @@ LogicalResult LmHeadOp::verify() {
         });
     }
     if (!isEmbedding)
+      {
+      std::string name = paramName(getWeight());
       return emitOpError() << "lm_head is tied, but its weight "
-                           << paramName(getWeight())
-                           << " is not the token embedding table";
+                           << (name.empty() ? "" : name + " ")
+                           << "is not the token embedding table";
+    }
   }
+  return success();
+}
+
+LogicalResult TakeLastOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (out[0] != 1 || out[1] != in[1])
+    return emitOpError() << "take_last of " << shapeStr(in) << " must give [1, "
+                         << dimStr(in[1]) << "], got " << shapeStr(out);
   return success();
 }
 
@@ -300,7 +325,8 @@ std::string AttentionOp::describe() {
 
 LogicalResult AttentionOp::verify() {
   std::string who = describe();
-  int64_t heads = getNumHeads(), kv = getNumKvHeads(), hd = getHeadDim();
+  int64_t heads = (int64_t)getNumHeads(), kv = (int64_t)getNumKvHeads(),
+          hd = (int64_t)getHeadDim();
   if (heads <= 0 || kv <= 0 || hd <= 0)
     return emitOpError() << who << ": num_heads (" << heads
                          << "), num_kv_heads (" << kv << ") and head_dim ("
@@ -325,10 +351,11 @@ LogicalResult AttentionOp::verify() {
 
   // Global or local.
   if (isLocal()) {
-    if (!getWindow() || *getWindow() <= 0)
+    int64_t window = getWindow() ? (int64_t)*getWindow() : 0;
+    if (window <= 0)
       return emitOpError() << who
                            << ": local attention needs a window > 0, got "
-                           << (getWindow() ? *getWindow() : 0);
+                           << window;
   } else if (getWindow()) {
     return emitOpError() << who << ": global attention takes no window";
   }
@@ -394,8 +421,9 @@ LogicalResult AttentionOp::verify() {
       SymbolTable::lookupNearestSymbolFrom<KvCacheOp>(*this, getCacheAttr());
   if (!cache)
     return emitOpError() << who << ": no KV cache named @" << getCache();
-  if (getCacheSlot() < 0 || getCacheSlot() >= cache.getLayers())
-    return emitOpError() << who << ": slot " << getCacheSlot() << " of @"
+  int64_t slot = (int64_t)getCacheSlot();
+  if (slot < 0 || slot >= (int64_t)cache.getLayers())
+    return emitOpError() << who << ": slot " << slot << " of @"
                          << getCache() << " is out of range (the cache has "
                          << cache.getLayers() << " slots)";
   if (cache.getKvHeads() != kv || cache.getHeadDim() != hd)
@@ -465,7 +493,10 @@ LogicalResult MoeOp::verify() {
                              ", hidden_size=" + std::to_string(h))))
     return failure();
   ArrayRef<int64_t> g0 = shapeOf(getGate()[0]);
-  int64_t inter = g0.size() == 2 ? g0[0] : -1;
+  if (g0.size() != 2)
+    return emitOpError() << who << ": expert gate weight must be 2-D, got "
+                         << shapeStr(g0);
+  int64_t inter = g0[0];
   std::string why = "moe_intermediate_size=" + std::to_string(inter) +
                     ", hidden_size=" + std::to_string(h);
   for (int64_t i = 0; i < e; ++i) {
@@ -560,7 +591,7 @@ LogicalResult TrackBlockOp::verify() {
   int64_t b = getBlock();
   if (getTracks().empty())
     return emitOpError() << "track block " << b << " has no tracks";
-  if (getDepth() <= 0)
+  if ((int64_t)getDepth() <= 0)
     return emitOpError() << "track block " << b << ": depth must be positive";
   if (failed(sameAsInput(*this, "track block " + std::to_string(b), getInput(),
                          getResult())))
@@ -574,7 +605,8 @@ LogicalResult TrackBlockOp::verify() {
         r.front().getArgument(0).getType() != getInput().getType())
       return emitOpError() << who << " must take the block input ("
                            << getInput().getType() << ") as its one argument";
-    auto yield = dyn_cast<YieldOp>(r.front().getTerminator());
+    auto yield = r.front().empty() ? YieldOp()
+                                   : dyn_cast<YieldOp>(r.front().back());
     if (!yield)
       return emitOpError() << who << " must end with fm.yield";
     if (yield.getValue().getType() != getType())
@@ -594,9 +626,10 @@ LogicalResult TrackBlockOp::verify() {
     });
     if (walk.wasInterrupted())
       return failure();
-    if (layers != getDepth())
+    if (layers != (int64_t)getDepth())
       return emitOpError() << who << " has " << layers
-                           << " layers, but the block has depth " << getDepth();
+                           << (layers == 1 ? " layer" : " layers")
+                           << ", but the block has depth " << getDepth();
   }
   return success();
 }
@@ -608,7 +641,10 @@ LogicalResult TrackBlockOp::verify() {
 LogicalResult PatchEmbedOp::verify() {
   ArrayRef<int64_t> img = shapeOf(getImage());
   ArrayRef<int64_t> w = shapeOf(getWeight());
-  int64_t p = getPatchSize();
+  int64_t p = (int64_t)getPatchSize();
+  if (!cast<RankedTensorType>(getImage().getType()).hasStaticShape())
+    return emitOpError() << "patch_embed: the image must have a static shape, got '"
+                         << getImage().getType() << "'";
   if (p <= 0)
     return emitOpError() << "patch_embed: patch size must be positive";
   if (w.size() != 4 || w[1] != img[0] || w[2] != p || w[3] != p)
@@ -653,14 +689,15 @@ LogicalResult VitAttentionOp::verify() {
   ArrayRef<int64_t> grid = getGrid();
   if (grid.size() != 2 || grid[0] <= 0 || grid[1] <= 0)
     return emitOpError() << who << ": grid must be two positive sizes";
-  int64_t heads = getNumHeads(), hd = getHeadDim(), r = getNumRegisters();
+  int64_t heads = (int64_t)getNumHeads(), hd = (int64_t)getHeadDim(),
+          r = (int64_t)getNumRegisters();
   if (heads <= 0 || hd <= 0 || r < 0)
     return emitOpError() << who << ": num_heads and head_dim must be positive "
                          << "and num_registers non-negative";
   if (getMode() == VitAttentionMode::window) {
-    if (!getWindow() || *getWindow() <= 0)
+    int64_t w = getWindow() ? (int64_t)*getWindow() : 0;
+    if (w <= 0)
       return emitOpError() << who << ": window attention needs a window > 0";
-    int64_t w = *getWindow();
     if (grid[0] % w != 0 || grid[1] % w != 0)
       return emitOpError() << who << ": window " << w << " does not tile the "
                            << grid[0] << "x" << grid[1] << " patch grid";
@@ -691,7 +728,7 @@ LogicalResult VlAdapterOp::verify() {
   ArrayRef<int64_t> grid = getGrid();
   if (grid.size() != 2 || grid[0] <= 0 || grid[1] <= 0)
     return emitOpError() << "vl_adapter: grid must be two positive sizes";
-  int64_t n = getNumTokens();
+  int64_t n = (int64_t)getNumTokens();
   int64_t side = (int64_t)std::llround(std::sqrt((double)std::max<int64_t>(n, 0)));
   if (n <= 0 || side * side != n)
     return emitOpError() << "vl_adapter: " << n
@@ -699,7 +736,10 @@ LogicalResult VlAdapterOp::verify() {
   if (grid[0] % side != 0 || grid[1] % side != 0)
     return emitOpError() << "vl_adapter: cannot pool the " << grid[0] << "x"
                          << grid[1] << " patch grid to " << side << "x" << side;
-  int64_t k = getConvKernel();
+  if ((int64_t)getNumRegisters() < 0)
+    return emitOpError() << "vl_adapter: num_registers must be non-negative, got "
+                         << (int64_t)getNumRegisters();
+  int64_t k = (int64_t)getConvKernel();
   if (k <= 0 || k % 2 == 0)
     return emitOpError() << "vl_adapter: conv kernel must be odd, got " << k;
   FailureOr<int64_t> hOr = featureDim(*this, getInput(), "vl_adapter");

@@ -78,7 +78,7 @@ def Fm_ParamOp : Fm_Op<"param", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fm_KvCacheOp : Fm_Op<"kv_cache", [Symbol]> {
+def Fm_KvCacheOp : Fm_Op<"kv_cache", [Symbol, HasParent<"ModelOp">]> {
   let summary = "declares a KV cache: one K and one V slot per owning layer";
   let description = [{
     A cache of `layers` slots; each slot holds K and V for `capacity`
@@ -318,6 +318,24 @@ def Fm_LmHeadOp : Fm_Op<"lm_head", [Pure]> {
   let assemblyFormat = [{
     $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Fm_TakeLastOp : Fm_Op<"take_last", [Pure]> {
+  let summary = "the last position of a sequence, for layers that only feed the logits";
+  let description = [{
+    Returns the last row of `input` and its position (`pos + rows - 1`).
+    fm-share-kv inserts it in the `prefill_last` phase before the layers
+    that only feed the requested logits (the KV-reusing layers of afm7, or
+    the final norm and LM head), so they run on one position.
+
+    ```mlir
+    %row, %p = fm.take_last %x at %pos : tensor<?x64xf32> -> tensor<1x64xf32>
+    ```
+  }];
+  let arguments = (ins Fm_Activation:$input, Index:$pos);
+  let results = (outs Fm_Activation:$result, Index:$last_pos);
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -7,7 +7,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -703,11 +702,14 @@ Error buildPtMoe(Fields &f, ModelSpec &spec, StringRef file) {
     f.error("num_experts_per_tok=" + Twine(topK) + " exceeds num_experts=" + Twine(experts));
   if (!f.ok())
     return f.take();
-  uint64_t perTrack = uint64_t(depth) * uint64_t(blocks);
-  uint64_t n = uint64_t(tracks) * perTrack * (8 + 3 * uint64_t(experts)) + 3;
-  if (perTrack > kMaxExpectedTensors || tracks > int64_t(kMaxExpectedTensors) ||
-      n > kMaxExpectedTensors)
-    return tooManyTensors(file, std::max<uint64_t>(n, perTrack));
+  // Four factors of up to 2^31 can overflow 64 bits: saturate instead.
+  uint64_t n = 1;
+  for (uint64_t factor : {uint64_t(tracks), uint64_t(depth), uint64_t(blocks),
+                          8 + 3 * uint64_t(experts)})
+    if (__builtin_mul_overflow(n, factor, &n))
+      n = std::numeric_limits<uint64_t>::max();
+  if (n > kMaxExpectedTensors)
+    return tooManyTensors(file, n);
 
   spec.vocabSize = vocab;
   spec.hiddenSize = hidden;

@@ -74,6 +74,7 @@ public:
   llvm::ArrayRef<TensorInfo> tensors() const { return tensors_; }
   const TensorInfo *lookup(llvm::StringRef name) const;
   /// The tensor's bytes; empty if `t` does not describe a range of this file.
+  /// Safetensors does not align tensors, so read elements with memcpy.
   llvm::ArrayRef<uint8_t> data(const TensorInfo &t) const;
   /// The optional "__metadata__" map (string values as-is, others as JSON text).
   const std::map<std::string, std::string> &metadata() const { return metadata_; }

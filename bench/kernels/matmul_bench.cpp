@@ -1,0 +1,100 @@
+// Matmul benchmarks: the decode matvec (GB/s of weights streamed) and a
+// prefill matmul (GFLOP/s), on 1 and 2 threads, f32 and f16 weights.
+//
+// Weights are cycled through enough copies to exceed the last-level cache,
+// as in a real decode step where each layer's weights come from DRAM.
+#include "kernels/matmul.h"
+#include "src/ThreadPool.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace {
+
+using fm::kernels::MatmulPath;
+
+// Copies of w together at least this large (L3 here is 32 MiB).
+constexpr int64_t kColdBytes = int64_t(160) << 20;
+
+fm::rt::ThreadPool *poolOf(int threads) {
+  static std::unique_ptr<fm::rt::ThreadPool> pools[3];
+  if (!pools[threads])
+    pools[threads] = std::make_unique<fm::rt::ThreadPool>(threads);
+  return pools[threads].get();
+}
+
+template <typename W> W weightValue(float v);
+template <> float weightValue<float>(float v) { return v; }
+template <> uint16_t weightValue<uint16_t>(float v) {
+  // A normal half in [2^-5, 2^-4) with a random mantissa and sign.
+  uint32_t m = static_cast<uint32_t>((v + 1.0f) * 511.0f) & 0x3ffu;
+  return static_cast<uint16_t>((v < 0 ? 0x8000u : 0u) | (10u << 10) | m);
+}
+
+// Args: M, N (out), K (in), threads, path (-1 = dispatched).
+template <typename W> void BM_Matmul(benchmark::State &state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const MatmulPath path = state.range(4) < 0
+                              ? fm::kernels::kernelIsaBest()
+                              : static_cast<MatmulPath>(state.range(4));
+  if (!fm::kernels::kernelIsaAvailable(path)) {
+    state.SkipWithError("path not available on this CPU");
+    return;
+  }
+  const int64_t weightBytes = N * K * static_cast<int64_t>(sizeof(W));
+  const int64_t copies = M == 1 ? (kColdBytes + weightBytes - 1) / weightBytes : 1;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<W>> w(copies, std::vector<W>(N * K));
+  for (auto &copy : w)
+    for (W &v : copy)
+      v = weightValue<W>(dist(rng));
+  std::vector<float> x(M * K), y(M * N);
+  for (float &v : x)
+    v = dist(rng);
+  fm::rt::ThreadPool *pool = poolOf(threads);
+  int64_t next = 0;
+  for (auto _ : state) {
+    const W *wp = w[next].data();
+    next = next + 1 == copies ? 0 : next + 1;
+    if constexpr (sizeof(W) == 4)
+      fm::kernels::matmulF32On(path, x.data(), M, K, wp, N, y.data(), false,
+                               pool);
+    else
+      fm::kernels::matmulF16WOn(path, x.data(), M, K, wp, N, y.data(), false,
+                                pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  // Rates: printed as "GB=.../s" and "GFLOP=.../s".
+  state.counters["GB"] = benchmark::Counter(
+      iterations * weightBytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] = benchmark::Counter(
+      iterations * 2.0 * M * N * K / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(fm::kernels::kernelIsaName(path));
+}
+
+void shapes(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"M", "N", "K", "threads", "path"});
+  for (int threads : {1, 2}) {
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{2048, 2048},
+                        {2048, 6656},
+                        {6656, 2048}})
+      b->Args({1, N, K, threads, -1});
+    b->Args({128, 2048, 2048, threads, -1});
+  }
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_TEMPLATE(BM_Matmul, float)->Apply(shapes);
+BENCHMARK_TEMPLATE(BM_Matmul, uint16_t)->Apply(shapes);
+
+} // namespace
+
+BENCHMARK_MAIN();

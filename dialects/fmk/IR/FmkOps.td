@@ -1,0 +1,251 @@
+// The fmk dialect: the kernel level between the fm model graph and code.
+// Hot operations are runtime micro-kernels (matmul, attention); row-wise
+// glue (norms, RoPE, q/k norms, KV fake-quant, cache writes, SwiGLU, adds)
+// is grouped by fm-fuse into fmk.group ops that the target compiles.
+#ifndef FMK_OPS_TD
+#define FMK_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Fmk_Dialect : Dialect {
+  let name = "fmk";
+  let cppNamespace = "::mlir::fmk";
+  let summary = "Kernel-level IR of fm programs";
+  let description = [{
+    The level at which an fm model is a sequence of kernel calls over 2-D f32
+    activations `tensor<rows x width x f32>`: micro-kernels that the runtime
+    provides (`fmk.embed`, `fmk.matmul`, `fmk.attention`, `fmk.take_last`)
+    and groups of row-wise ops (`fmk.group`) that fmc compiles to native
+    code. Weights stay `fm.param` values. After `fm-plan-memory`, every
+    activation has a static offset in its phase's arena (`fmk.buffers`).
+  }];
+  let extraClassDeclaration = [{
+    /// Discardable attributes set by fm-plan-memory.
+    static constexpr ::llvm::StringLiteral kBuffersAttr = "fmk.buffers";
+    static constexpr ::llvm::StringLiteral kArenaAttr = "fmk.arena_floats";
+    static constexpr ::llvm::StringLiteral kMaxRowsAttr = "fmk.max_rows";
+  }];
+}
+
+class Fmk_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fmk_Dialect, mnemonic, traits>;
+
+def Fmk_Act : 2DTensorOf<[F32]>;
+def Fmk_Weight : RankedTensorOf<[F32, F16, BF16]>;
+
+def Fmk_KvPart : I32EnumAttr<"KvPart", "K or V half of a cache slot", [
+    I32EnumAttrCase<"k", 0>, I32EnumAttrCase<"v", 1>]> {
+  let cppNamespace = "::mlir::fmk";
+}
+
+def Fmk_RopeStyle : I32EnumAttr<"RopeStyle", "RoPE pairs", [
+    I32EnumAttrCase<"half", 1>, I32EnumAttrCase<"interleaved", 2>]> {
+  let cppNamespace = "::mlir::fmk";
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-kernels
+//===----------------------------------------------------------------------===//
+
+def Fmk_EmbedOp : Fmk_Op<"embed", [Pure]> {
+  let summary = "gathers embedding rows (micro-kernel)";
+  let description = [{
+    ```mlir
+    %x = fmk.embed %tokens, %table : tensor<?xi32>, tensor<256x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[I32]>:$tokens, Fmk_Weight:$table);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
+  }];
+}
+
+def Fmk_MatmulOp : Fmk_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
+  let summary = "x · concat(weights)ᵀ (+ acc), a runtime micro-kernel";
+  let description = [{
+    The weights are nn.Linear matrices [out, in] stacked along their output
+    rows (fm-fuse merges the projections of one input this way: QKV,
+    gate/up). With `acc`, the product is added to `acc` in place (fm-fuse
+    folds residual adds into it), so `acc` must have no later use.
+
+    ```mlir
+    %y = fmk.matmul %x weights(%wq, %wk : tensor<64x64xf32>, tensor<32x64xf32>)
+           : tensor<?x64xf32> -> tensor<?x96xf32>
+    %r = fmk.matmul %a weights(%wo : tensor<64x64xf32>) acc(%x : tensor<?x64xf32>)
+           : tensor<?x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Fmk_Act:$input, Variadic<Fmk_Weight>:$weights,
+                       Optional<Fmk_Act>:$acc);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `weights` `(` $weights `:` type($weights) `)` (`acc` `(` $acc^ `:` type($acc) `)`)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_AttentionOp : Fmk_Op<"attention"> {
+  let summary = "causal GQA attention over a cache slot (micro-kernel)";
+  let description = [{
+    Queries are the rows of `q` at positions `pos`, `pos + 1`, …; keys and
+    values are read from slot `slot` of `cache` (written before by
+    `fmk.cache_write`), up to each query's position; `window` > 0 limits
+    keys to the last `window` positions.
+
+    ```mlir
+    %a = fmk.attention %q at %pos cache @kv [0] {num_heads = 4 : i64,
+           num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 2.5e-01 : f64}
+           : tensor<?x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Fmk_Act:$q, Index:$pos, FlatSymbolRefAttr:$cache,
+                       I64Attr:$slot, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $q `at` $pos `cache` $cache `[` $slot `]` attr-dict `:` type($q) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_TakeLastOp : Fmk_Op<"take_last", [Pure]> {
+  let summary = "the last row and its position (for last-position-only layers)";
+  let description = [{
+    ```mlir
+    %row, %p = fmk.take_last %x at %pos : tensor<?x64xf32> -> tensor<1x64xf32>
+    ```
+  }];
+  let arguments = (ins Fmk_Act:$input, Index:$pos);
+  let results = (outs Fmk_Act:$result, Index:$last_pos);
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Row ops: each maps a row to a row; fm-fuse puts them into groups.
+//===----------------------------------------------------------------------===//
+
+def Fmk_RmsNormOp : Fmk_Op<"rms_norm", [Pure]> {
+  let summary = "row RMSNorm";
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$weight, F64Attr:$eps);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+}
+
+def Fmk_AddOp : Fmk_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "row add";
+  let arguments = (ins Fmk_Act:$lhs, Fmk_Act:$rhs);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Fmk_AddBiasOp : Fmk_Op<"add_bias", [Pure]> {
+  let summary = "adds a bias vector to every row";
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$bias);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $bias attr-dict `:` type($input) `,` type($bias) `->` type($result)
+  }];
+}
+
+def Fmk_SiluMulOp : Fmk_Op<"silu_mul", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "SwiGLU gating: silu(gate) * up";
+  let arguments = (ins Fmk_Act:$gate, Fmk_Act:$up);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Fmk_SliceColsOp : Fmk_Op<"slice_cols", [Pure]> {
+  let summary = "columns [offset, offset + width) of every row";
+  let arguments = (ins Fmk_Act:$input, I64Attr:$offset);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$input `[` $offset `]` attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fmk_RopeOp : Fmk_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of every head of a row";
+  let description = [{
+    Row r is at position `pos + r`; pair i of a head rotates by
+    `(pos + r) * theta^(-2i/head_dim)`; `half` pairs (i, i + head_dim/2),
+    `interleaved` pairs (2i, 2i + 1).
+  }];
+  let arguments = (ins Fmk_Act:$input, Index:$pos, I64Attr:$num_heads,
+                       I64Attr:$head_dim, F64Attr:$theta,
+                       Fmk_RopeStyle:$style);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($result)";
+}
+
+def Fmk_HeadNormOp : Fmk_Op<"head_norm", [Pure]> {
+  let summary = "RMSNorm of every head of a row (afm7 q_norm / k_norm)";
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$weight, I64Attr:$num_heads,
+                       I64Attr:$head_dim, F64Attr:$eps);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+}
+
+def Fmk_FakeQuantOp : Fmk_Op<"fake_quant", [Pure]> {
+  let summary = "round to the int8 grid of a scalar scale and back";
+  let description = [{ `clamp(roundeven(x / s), -128, 127) * s`. }];
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$scale);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)
+  }];
+}
+
+def Fmk_CacheWriteOp : Fmk_Op<"cache_write"> {
+  let summary = "stores rows as K or V of a cache slot at their positions";
+  let arguments = (ins Fmk_Act:$input, Index:$pos, FlatSymbolRefAttr:$cache,
+                       I64Attr:$slot, Fmk_KvPart:$part);
+  let assemblyFormat = [{
+    $input `at` $pos `into` $cache `[` $slot `]` $part attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion groups
+//===----------------------------------------------------------------------===//
+
+def Fmk_GroupOp : Fmk_Op<"group", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "row ops fused into one generated kernel";
+  let description = [{
+    The body sees the group's operands as block arguments and yields the
+    values that leave the group; intermediate rows never touch memory
+    outside the kernel. `kernel` names the generated function.
+
+    ```mlir
+    %n = fmk.group "g0" (%x, %w) : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32> {
+    ^bb0(%a: tensor<?x64xf32>, %b: tensor<64xf32>):
+      %r = fmk.rms_norm %a, %b {eps = 1.0e-05 : f64} : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+      fmk.yield %r : tensor<?x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_YieldOp : Fmk_Op<"yield", [Pure, Terminator, HasParent<"GroupOp">]> {
+  let summary = "the rows that leave a group";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // FMK_OPS_TD

@@ -1,0 +1,172 @@
+// fm-lower-to-kernels: fm model graph → fmk kernel level.
+#include "dialects/fm/IR/FmOps.h"
+#include "dialects/fmk/IR/FmkDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fm {
+#define GEN_PASS_DEF_LOWERTOKERNELSPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+RankedTensorType rowsOf(Value like, int64_t width) {
+  auto t = cast<RankedTensorType>(like.getType());
+  return RankedTensorType::get({t.getShape()[0], width}, t.getElementType());
+}
+
+class Lowering {
+public:
+  explicit Lowering(OpBuilder &b) : b(b) {}
+
+  IntegerAttr i64(int64_t v) { return b.getI64IntegerAttr(v); }
+
+  Value matmul(Location loc, Value x, ValueRange weights) {
+    int64_t n = 0;
+    for (Value w : weights)
+      n += cast<RankedTensorType>(w.getType()).getShape()[0];
+    return fmk::MatmulOp::create(b, loc, rowsOf(x, n), x, weights, Value());
+  }
+
+  Value lowerAttention(AttentionOp op) {
+    Location loc = op.getLoc();
+    int64_t h = op.getNumHeads(), kv = op.getNumKvHeads(), d = op.getHeadDim();
+    Value n = op.getInput(), pos = op.getPos();
+    Value q, k, v;
+    if (Value qkv = op.getQkv()) {
+      Value p = matmul(loc, n, qkv);
+      q = fmk::SliceColsOp::create(b, loc, rowsOf(n, h * d), p, 0);
+      k = fmk::SliceColsOp::create(b, loc, rowsOf(n, kv * d), p, h * d);
+      v = fmk::SliceColsOp::create(b, loc, rowsOf(n, kv * d), p, (h + kv) * d);
+    } else {
+      q = matmul(loc, n, op.getQ());
+      if (!op.getReuse()) {
+        k = matmul(loc, n, op.getK());
+        v = matmul(loc, n, op.getV());
+      }
+    }
+    auto bias = [&](Value x, Value bv) {
+      return bv ? fmk::AddBiasOp::create(b, loc, x.getType(), x, bv).getResult()
+                : x;
+    };
+    q = bias(q, op.getQBias());
+    if (k) {
+      k = bias(k, op.getKBias());
+      v = bias(v, op.getVBias());
+    }
+    if (op.getRope() != RopeStyle::none) {
+      auto style = op.getRope() == RopeStyle::half ? fmk::RopeStyle::half
+                                                   : fmk::RopeStyle::interleaved;
+      FloatAttr theta = b.getF64FloatAttr(op.getRopeTheta()->convertToDouble());
+      auto styleAttr = fmk::RopeStyleAttr::get(b.getContext(), style);
+      q = fmk::RopeOp::create(b, loc, q.getType(), q, pos, i64(h), i64(d), theta,
+                              styleAttr);
+      if (k)
+        k = fmk::RopeOp::create(b, loc, k.getType(), k, pos, i64(kv), i64(d),
+                                theta, styleAttr);
+    }
+    FloatAttr eps = b.getF64FloatAttr(
+        op.getQkNormEps() ? op.getQkNormEps()->convertToDouble() : 0);
+    if (Value w = op.getQNorm())
+      q = fmk::HeadNormOp::create(b, loc, q.getType(), q, w, i64(h), i64(d), eps);
+    if (Value w = op.getKNorm())
+      k = fmk::HeadNormOp::create(b, loc, k.getType(), k, w, i64(kv), i64(d),
+                                  eps);
+    if (k && op.getKScale()) {
+      k = fmk::FakeQuantOp::create(b, loc, k.getType(), k, op.getKScale());
+      v = fmk::FakeQuantOp::create(b, loc, v.getType(), v, op.getVScale());
+    }
+    if (k) {
+      for (auto [x, part] : {std::make_pair(k, fmk::KvPart::k),
+                             std::make_pair(v, fmk::KvPart::v)})
+        fmk::CacheWriteOp::create(b, loc, x, pos, op.getCacheAttr(),
+                                  i64(op.getCacheSlot()),
+                                  fmk::KvPartAttr::get(b.getContext(), part));
+    }
+    Value a = fmk::AttentionOp::create(
+        b, loc, q.getType(), q, pos, op.getCacheAttr(), i64(op.getCacheSlot()),
+        i64(h), i64(kv), i64(d), op.getScaleAttr(),
+        i64(op.isLocal() ? *op.getWindow() : 0));
+    return matmul(loc, a, op.getO());
+  }
+
+  FailureOr<Value> lowerMlp(MlpOp op) {
+    if (op.getActivation() != Activation::swiglu)
+      return op.emitOpError() << "layer " << op.getLayer()
+                              << ": GELU MLPs (ViT) have no CPU lowering yet";
+    Location loc = op.getLoc();
+    Value n = op.getInput();
+    Value g = matmul(loc, n, op.getGate());
+    Value u = matmul(loc, n, op.getUp());
+    Value h = fmk::SiluMulOp::create(b, loc, g.getType(), g, u);
+    return matmul(loc, h, op.getDown());
+  }
+
+  LogicalResult lowerFunction(func::FuncOp fn) {
+    for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
+      b.setInsertionPoint(&op);
+      FailureOr<Value> replacement = failure();
+      SmallVector<Value> replacements;
+      if (isa<ParamOp, func::ReturnOp>(op))
+        continue;
+      if (auto e = dyn_cast<EmbeddingOp>(op)) {
+        replacements.push_back(fmk::EmbedOp::create(
+            b, e.getLoc(), e.getType(), e.getTokens(), e.getTable()));
+      } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+        replacements.push_back(fmk::RmsNormOp::create(
+            b, n.getLoc(), n.getType(), n.getInput(), n.getWeight(),
+            n.getEps()));
+      } else if (auto a = dyn_cast<AddOp>(op)) {
+        replacements.push_back(fmk::AddOp::create(b, a.getLoc(), a.getType(),
+                                                  a.getLhs(), a.getRhs()));
+      } else if (auto attn = dyn_cast<AttentionOp>(op)) {
+        replacements.push_back(lowerAttention(attn));
+      } else if (auto mlp = dyn_cast<MlpOp>(op)) {
+        FailureOr<Value> r = lowerMlp(mlp);
+        if (failed(r))
+          return failure();
+        replacements.push_back(*r);
+      } else if (auto head = dyn_cast<LmHeadOp>(op)) {
+        replacements.push_back(
+            matmul(head.getLoc(), head.getInput(), head.getWeight()));
+      } else if (auto take = dyn_cast<TakeLastOp>(op)) {
+        auto k = fmk::TakeLastOp::create(b, take.getLoc(), take.getType(0),
+                                         b.getIndexType(), take.getInput(),
+                                         take.getPos());
+        replacements.append({k.getResult(), k.getLastPos()});
+      } else {
+        std::string what;
+        if (auto moe = dyn_cast<MoeOp>(op))
+          what = "layer " + std::to_string(moe.getLayer()) + ": fm.moe";
+        else
+          what = op.getName().getStringRef().str();
+        return op.emitOpError()
+               << what << " has no lowering to the CPU target yet";
+      }
+      op.replaceAllUsesWith(replacements);
+      op.erase();
+    }
+    return success();
+  }
+
+private:
+  OpBuilder &b;
+};
+
+struct LowerToKernelsPass
+    : impl::LowerToKernelsPassBase<LowerToKernelsPass> {
+  void runOnOperation() override {
+    OpBuilder b(&getContext());
+    Lowering lowering(b);
+    getOperation().walk([&](ModelOp model) {
+      for (auto fn : model.getBodyBlock().getOps<func::FuncOp>())
+        if (failed(lowering.lowerFunction(fn)))
+          return signalPassFailure();
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::fm

@@ -1,0 +1,38 @@
+// The fm compile pipeline, shared by `fmc compile` and `fm-opt --fm-compile`.
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::fm {
+
+void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
+  pm.addPass(createShareKvPass());
+  pm.addPass(createLowerToKernelsPass());
+  pm.addPass(createFusePass());
+  pm.addPass(createCSEPass());
+  PlanMemoryPassOptions plan;
+  plan.maxRows = opts.maxPrefillRows;
+  pm.addPass(createPlanMemoryPass(plan));
+}
+
+namespace {
+struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
+  Option<int64_t> maxRows{*this, "max-rows",
+                          llvm::cl::desc("the most tokens one prefill call processes"),
+                          llvm::cl::init(64)};
+};
+} // namespace
+
+void registerFmPassesAndPipelines() {
+  registerFmPasses();
+  PassPipelineRegistration<PipelineOptions>(
+      "fm-compile", "The fm pass pipeline of `fmc compile` (share-kv, lower, fuse, plan)",
+      [](OpPassManager &pm, const PipelineOptions &o) {
+        CompileOptions opts;
+        opts.maxPrefillRows = o.maxRows;
+        buildFmCompilePipeline(pm, opts);
+      });
+}
+
+} // namespace mlir::fm

@@ -1,0 +1,186 @@
+// The fm runtime's C++ API: load a compiled .fmb model, run it on tokens.
+//
+//   auto model = fm::Model::load("model.fmb");
+//   if (!model) { fprintf(stderr, "%s\n", model.message().c_str()); ... }
+//   fm::Session session(*model);
+//   auto logits = session.prefill(prompt.data(), prompt.size());
+//   auto next = session.decode(token);
+//
+// No exception crosses this API: failures come back as fm::Status or
+// fm::Expected with a message that names the file and what is wrong.
+#pragma once
+
+#include "fm/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fm::kernels {
+class Sampler; // kernels/sampler.h
+} // namespace fm::kernels
+
+namespace fm {
+
+struct LoadOptions {
+  /// Check the data section against the artifact's FNV-1a 64 content hash
+  /// (reads every weight byte once).
+  bool verifyHash = false;
+  /// Load the generated code (dlopen). Without it the model can still be
+  /// inspected, and programs that dispatch no generated code still run.
+  /// Loading an artifact's executable runs its code: load only trusted
+  /// artifacts with it.
+  bool loadExecutable = true;
+};
+
+/// One program of the model ("prefill", "prefill_last", "decode").
+struct ProgramInfo {
+  std::string phase;
+  int64_t maxRows = 0;     // most tokens one call processes
+  int64_t arenaFloats = 0; // activation memory, in floats
+  int64_t commands = 0;
+  bool logitsLastRowOnly = false;
+};
+
+/// One KV cache of the model.
+struct CacheInfo {
+  std::string name;
+  int64_t slots = 0, kvHeads = 0, headDim = 0, capacity = 0;
+};
+
+/// A loaded, verified model: immutable and shareable between sessions (and
+/// threads). Weights are used in place from a read-only mapping of the file.
+class Model {
+public:
+  /// Maps and verifies `path`; on failure the message starts with `path`.
+  static Expected<std::shared_ptr<Model>> load(const std::string &path,
+                                               const LoadOptions &options = {});
+  /// As load(), from a copy of `size` bytes; `name` stands for the file in
+  /// messages.
+  static Expected<std::shared_ptr<Model>>
+  loadFromBuffer(const uint8_t *data, size_t size, const std::string &name,
+                 const LoadOptions &options = {});
+
+  ~Model();
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
+  /// The path (or name) it was loaded from.
+  const std::string &name() const;
+  const std::string &family() const;
+  const std::string &modelName() const;
+  /// The checkpoint's config.json, as imported.
+  const std::string &configJson() const;
+  /// "cpu".
+  const std::string &target() const;
+  int64_t vocabSize() const;
+  int64_t hiddenSize() const;
+  int64_t numLayers() const;
+  /// Parameter count of the model.
+  int64_t parameters() const;
+  /// Bytes of all weights (as stored, after quantization).
+  int64_t weightBytes() const;
+  /// KV-cache bytes per token of context, all caches together.
+  int64_t kvBytesPerToken() const;
+  /// The most tokens a session can hold: the smallest cache capacity, or 0
+  /// when the model has no KV cache (no limit).
+  int64_t contextLength() const;
+  const std::vector<ProgramInfo> &programs() const;
+  /// The program of `phase`, or null.
+  const ProgramInfo *program(const std::string &phase) const;
+  const std::vector<CacheInfo> &caches() const;
+  /// The generated code's format and target triple ("" when there is none).
+  const std::string &executableFormat() const;
+  const std::string &executableTriple() const;
+  /// Whether the generated code was loaded (LoadOptions::loadExecutable and
+  /// a program dispatches it).
+  bool executableLoaded() const;
+
+  struct Impl;
+  /// Internal; for Session.
+  const Impl &impl() const { return *impl_; }
+
+private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SessionOptions {
+  /// Threads for the kernels, the caller's included; <= 0: one per core.
+  int threads = 0;
+};
+
+/// Rows of logits, `rows` × `vocab` floats, row-major. Points into the
+/// session; valid until its next call.
+struct Logits {
+  const float *data = nullptr;
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  const float *row(int64_t r) const { return data + r * vocab; }
+  /// The last row: the next-token distribution after the last input.
+  const float *last() const { return data + (rows - 1) * vocab; }
+};
+
+/// One conversation: KV caches, activations and a thread pool over a
+/// shared Model. Not thread-safe; use one session per thread. Memory is
+/// allocated when the session is built; calls allocate nothing in the
+/// per-command loop.
+class Session {
+public:
+  /// Allocates the caches and activations; if that fails, status() says why
+  /// and every call returns that error.
+  explicit Session(std::shared_ptr<Model> model,
+                   const SessionOptions &options = {});
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// Whether the session could be built.
+  const Status &status() const;
+  const Model &model() const;
+  int threads() const;
+
+  /// Forgets the context: the next token goes to position 0.
+  Status reset();
+  /// Tokens processed so far: the position of the next token.
+  int64_t position() const;
+
+  /// Feeds `n` tokens at position(). With `allLogits`, returns the logits
+  /// of every one of them ([n][vocab], teacher forcing); otherwise only of
+  /// the last (1 row), using the "prefill_last" program where the model has
+  /// one. The tokens go through in chunks of at most `chunk` rows (0: the
+  /// program's max_rows); chunk 1 runs the "decode" program per token, as
+  /// generation would. Every token is checked against the vocabulary, and
+  /// the context against the cache capacity, before anything runs.
+  Expected<Logits> prefill(const int32_t *tokens, int64_t n,
+                           bool allLogits = false, int64_t chunk = 0);
+  Expected<Logits> prefill(const std::vector<int32_t> &tokens,
+                           bool allLogits = false, int64_t chunk = 0) {
+    return prefill(tokens.data(), static_cast<int64_t>(tokens.size()),
+                   allLogits, chunk);
+  }
+
+  /// Feeds one token at position(); returns its logits (vocab floats,
+  /// valid until the next call).
+  Expected<const float *> decode(int32_t token);
+
+  /// Called with each generated token; return false to stop.
+  using TokenCallback = std::function<bool(int32_t token)>;
+
+  /// Prefills `prompt` (at position()), then samples up to `maxNewTokens`
+  /// tokens, feeding each back but the last. Stops early when the callback
+  /// returns false or the context is full. Returns the generated tokens.
+  Expected<std::vector<int32_t>> generate(const std::vector<int32_t> &prompt,
+                                          int64_t maxNewTokens,
+                                          fm::kernels::Sampler &sampler,
+                                          const TokenCallback &callback = {});
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace fm

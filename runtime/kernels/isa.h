@@ -1,0 +1,19 @@
+// The instruction-set paths the kernels are built for, and which one this
+// CPU runs.
+#pragma once
+
+namespace fm::kernels {
+
+/// Kernels with several implementations (matmul, attention) have one per
+/// path that this build compiles: Generic always, Avx2 and Avx512 on x86-64,
+/// Neon on AArch64.
+enum class KernelIsa { Generic, Avx2, Avx512, Neon };
+
+/// "generic", "avx2", "avx512" or "neon".
+const char *kernelIsaName(KernelIsa isa);
+/// The best path compiled in that this CPU supports; detected once.
+KernelIsa kernelIsaBest();
+/// Whether `isa` is compiled in and this CPU supports it.
+bool kernelIsaAvailable(KernelIsa isa);
+
+} // namespace fm::kernels

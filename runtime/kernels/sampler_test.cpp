@@ -1,0 +1,170 @@
+// Checks the sampler: greedy ties, determinism per seed, top-k and top-p
+// limits, and the drawn frequencies against the probabilities.
+#include "kernels/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace fm::kernels {
+namespace {
+
+std::vector<float> randomLogits(int64_t vocab, uint32_t seed,
+                                float sigma = 3.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> logits(vocab);
+  for (float &x : logits)
+    x = dist(rng);
+  return logits;
+}
+
+int32_t argmax(const std::vector<float> &logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
+                              logits.begin());
+}
+
+// Frequencies of `draws` samples.
+std::vector<double> frequencies(Sampler &sampler,
+                                const std::vector<float> &logits, int draws) {
+  std::vector<double> counts(logits.size(), 0.0);
+  for (int i = 0; i < draws; ++i)
+    counts[sampler.sample(logits.data(), static_cast<int64_t>(logits.size()))] +=
+        1.0;
+  for (double &c : counts)
+    c /= draws;
+  return counts;
+}
+
+std::vector<float> logitsOf(const std::vector<double> &probs) {
+  std::vector<float> logits;
+  for (double p : probs)
+    logits.push_back(static_cast<float>(std::log(p)));
+  return logits;
+}
+
+TEST(Sampler, GreedyTakesLowestIndexOnTies) {
+  Sampler greedy(0.0f, 0, 1.0f, 7);
+  std::vector<float> logits = {1.0f, 5.0f, -2.0f, 5.0f, 5.0f};
+  EXPECT_EQ(greedy.sample(logits.data(), 5), 1);
+  std::vector<float> flat(100, 0.5f);
+  EXPECT_EQ(greedy.sample(flat.data(), 100), 0);
+  std::vector<float> single = {-1e30f};
+  EXPECT_EQ(greedy.sample(single.data(), 1), 0);
+}
+
+TEST(Sampler, SameSeedSameDraws) {
+  std::vector<float> logits = randomLogits(1000, 1);
+  using Limits = std::pair<int, float>;
+  for (auto [topK, topP] :
+       {Limits{0, 1.0f}, Limits{40, 1.0f}, Limits{0, 0.9f}, Limits{50, 0.8f}}) {
+    Sampler a(0.8f, topK, topP, 1234), b(0.8f, topK, topP, 1234),
+        c(0.8f, topK, topP, 4321);
+    int differences = 0;
+    for (int i = 0; i < 200; ++i) {
+      int32_t x = a.sample(logits.data(), 1000);
+      ASSERT_EQ(x, b.sample(logits.data(), 1000)) << "draw " << i;
+      differences += x != c.sample(logits.data(), 1000);
+    }
+    EXPECT_GT(differences, 0) << "another seed should draw differently";
+  }
+}
+
+TEST(Sampler, TopKOneIsGreedy) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> logits = randomLogits(500, seed);
+    logits[seed * 7] = logits[seed * 11 + 3] = 100.0f; // A tie at the top.
+    Sampler sampler(1.5f, 1, 1.0f, seed);
+    for (int i = 0; i < 10; ++i)
+      ASSERT_EQ(sampler.sample(logits.data(), 500), argmax(logits));
+  }
+}
+
+TEST(Sampler, TinyTopPIsGreedy) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> logits = randomLogits(5000, seed + 50);
+    Sampler sampler(1.0f, 0, 1e-6f, seed);
+    for (int i = 0; i < 10; ++i)
+      ASSERT_EQ(sampler.sample(logits.data(), 5000), argmax(logits));
+  }
+}
+
+TEST(Sampler, FrequenciesFollowProbabilities) {
+  std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+  Sampler sampler(1.0f, 0, 1.0f, 42);
+  std::vector<double> f = frequencies(sampler, logitsOf(probs), 40000);
+  for (size_t i = 0; i < probs.size(); ++i)
+    EXPECT_NEAR(f[i], probs[i], 0.015) << "token " << i;
+}
+
+TEST(Sampler, TemperatureSharpens) {
+  // T = 0.5 squares the probabilities: 1:4:9:16 over 30.
+  std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+  Sampler sampler(0.5f, 0, 1.0f, 43);
+  std::vector<double> f = frequencies(sampler, logitsOf(probs), 40000);
+  for (size_t i = 0; i < probs.size(); ++i)
+    EXPECT_NEAR(f[i], (i + 1) * (i + 1) / 30.0, 0.015) << "token " << i;
+}
+
+TEST(Sampler, TopKRenormalizes) {
+  std::vector<double> probs = {0.1, 0.4, 0.2, 0.3};
+  Sampler sampler(1.0f, 2, 1.0f, 44);
+  std::vector<double> f = frequencies(sampler, logitsOf(probs), 40000);
+  EXPECT_EQ(f[0], 0.0);
+  EXPECT_EQ(f[2], 0.0);
+  EXPECT_NEAR(f[1], 4.0 / 7.0, 0.015);
+  EXPECT_NEAR(f[3], 3.0 / 7.0, 0.015);
+}
+
+TEST(Sampler, TopPKeepsSmallestPrefix) {
+  std::vector<double> probs = {0.1, 0.4, 0.2, 0.3};
+  Sampler sampler(1.0f, 0, 0.65f, 45); // 0.4 + 0.3 reaches 0.65.
+  std::vector<double> f = frequencies(sampler, logitsOf(probs), 40000);
+  EXPECT_EQ(f[0], 0.0);
+  EXPECT_EQ(f[2], 0.0);
+  EXPECT_NEAR(f[1], 4.0 / 7.0, 0.015);
+  EXPECT_NEAR(f[3], 3.0 / 7.0, 0.015);
+}
+
+TEST(Sampler, TopPOverLargeVocabularyDrawsOnlyFromNucleus) {
+  // A nucleus of several hundred tokens, past the first sorted chunk.
+  const int64_t vocab = 50000;
+  std::vector<float> logits = randomLogits(vocab, 99, 2.0f);
+  const float topP = 0.7f;
+  std::vector<int32_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  double total = 0.0;
+  for (float x : logits)
+    total += std::exp(static_cast<double>(x) - logits[order[0]]);
+  std::set<int32_t> nucleus;
+  double cumulative = 0.0;
+  for (int32_t id : order) {
+    nucleus.insert(id);
+    cumulative += std::exp(static_cast<double>(logits[id]) - logits[order[0]]);
+    if (cumulative >= topP * total)
+      break;
+  }
+  nucleus.insert(order[nucleus.size()]); // Slack for rounding at the edge.
+  ASSERT_GT(nucleus.size(), 64u);
+  std::printf("nucleus %zu\n", nucleus.size());
+  Sampler sampler(1.0f, 0, topP, 46);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 3000; ++i) {
+    int32_t id = sampler.sample(logits.data(), vocab);
+    ASSERT_TRUE(nucleus.count(id)) << "token " << id << " is outside top-p";
+    seen.insert(id);
+  }
+  EXPECT_GT(seen.size(), nucleus.size() / 4);
+}
+
+} // namespace
+} // namespace fm::kernels

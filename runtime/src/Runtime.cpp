@@ -1,0 +1,321 @@
+// fm::Model and fm::Session: the public API over the loader and executor.
+#include "fm/runtime.h"
+
+#include "Artifact.h"
+#include "CpuExecutable.h"
+#include "Executor.h"
+#include "kernels/sampler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+
+namespace fm {
+
+namespace fa = fm::artifact;
+
+// ---------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------
+
+struct Model::Impl {
+  std::unique_ptr<rt::Artifact> artifact;
+  std::unique_ptr<rt::CpuExecutable> executable;
+  std::string family, modelName, configJson, target, exeFormat, exeTriple;
+  int64_t vocab = 0, hidden = 0, layers = 0, parameters = 0;
+  int64_t weightBytes = 0, kvBytesPerToken = 0, contextLength = 0;
+  std::vector<ProgramInfo> programs;
+  std::vector<CacheInfo> caches;
+};
+
+namespace {
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+
+Expected<std::shared_ptr<Model>>
+finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
+           const LoadOptions &options,
+           std::shared_ptr<Model> (*make)(std::unique_ptr<Model::Impl>)) {
+  if (!artifact)
+    return artifact.status();
+  auto impl = std::make_unique<Model::Impl>();
+  impl->artifact = std::move(*artifact);
+  const rt::Artifact &a = *impl->artifact;
+  const fa::Artifact &root = a.root();
+  if (a.hasDispatch() && options.loadExecutable) {
+    auto exe = rt::CpuExecutable::load(*root.executable(), a.name());
+    if (!exe)
+      return exe.status();
+    impl->executable = std::move(*exe);
+  }
+  impl->family = str(root.family());
+  impl->modelName = str(root.model_name());
+  impl->configJson = str(root.config_json());
+  impl->target = str(root.target());
+  if (const fa::Executable *exe = root.executable()) {
+    impl->exeFormat = str(exe->format());
+    impl->exeTriple = str(exe->triple());
+  }
+  impl->vocab = root.vocab_size();
+  impl->hidden = root.hidden_size();
+  impl->layers = root.num_layers();
+  impl->parameters = static_cast<int64_t>(root.parameters());
+  for (const fa::Weight *w : *root.weights())
+    impl->weightBytes += static_cast<int64_t>(w->size());
+  for (const fa::KvCache *c : *root.caches()) {
+    CacheInfo info;
+    info.name = str(c->name());
+    info.slots = c->slots();
+    info.kvHeads = c->kv_heads();
+    info.headDim = c->head_dim();
+    info.capacity = c->capacity();
+    impl->kvBytesPerToken += static_cast<int64_t>(
+        int64_t(2) * info.slots * info.kvHeads * info.headDim *
+        static_cast<int64_t>(rt::dtypeSize(c->dtype())));
+    impl->contextLength = impl->caches.empty()
+                              ? info.capacity
+                              : std::min(impl->contextLength, info.capacity);
+    impl->caches.push_back(std::move(info));
+  }
+  for (const fa::Program *p : *root.programs()) {
+    ProgramInfo info;
+    info.phase = str(p->phase());
+    info.maxRows = p->max_rows();
+    info.arenaFloats = static_cast<int64_t>(p->arena_floats());
+    info.commands = p->commands()->size();
+    info.logitsLastRowOnly = p->logits_last_row_only();
+    impl->programs.push_back(std::move(info));
+  }
+  return make(std::move(impl));
+}
+
+} // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+Expected<std::shared_ptr<Model>> Model::load(const std::string &path,
+                                             const LoadOptions &options) {
+  rt::Artifact::Options ao;
+  ao.verifyHash = options.verifyHash;
+  return finishLoad(rt::Artifact::open(path, ao), options,
+                    [](std::unique_ptr<Impl> impl) {
+                      return std::shared_ptr<Model>(new Model(std::move(impl)));
+                    });
+}
+
+Expected<std::shared_ptr<Model>>
+Model::loadFromBuffer(const uint8_t *data, size_t size, const std::string &name,
+                      const LoadOptions &options) {
+  rt::Artifact::Options ao;
+  ao.verifyHash = options.verifyHash;
+  return finishLoad(rt::Artifact::fromBuffer(data, size, name, ao), options,
+                    [](std::unique_ptr<Impl> impl) {
+                      return std::shared_ptr<Model>(new Model(std::move(impl)));
+                    });
+}
+
+const std::string &Model::name() const { return impl_->artifact->name(); }
+const std::string &Model::family() const { return impl_->family; }
+const std::string &Model::modelName() const { return impl_->modelName; }
+const std::string &Model::configJson() const { return impl_->configJson; }
+const std::string &Model::target() const { return impl_->target; }
+int64_t Model::vocabSize() const { return impl_->vocab; }
+int64_t Model::hiddenSize() const { return impl_->hidden; }
+int64_t Model::numLayers() const { return impl_->layers; }
+int64_t Model::parameters() const { return impl_->parameters; }
+int64_t Model::weightBytes() const { return impl_->weightBytes; }
+int64_t Model::kvBytesPerToken() const { return impl_->kvBytesPerToken; }
+int64_t Model::contextLength() const { return impl_->contextLength; }
+const std::vector<ProgramInfo> &Model::programs() const { return impl_->programs; }
+const std::vector<CacheInfo> &Model::caches() const { return impl_->caches; }
+const std::string &Model::executableFormat() const { return impl_->exeFormat; }
+const std::string &Model::executableTriple() const { return impl_->exeTriple; }
+bool Model::executableLoaded() const { return impl_->executable != nullptr; }
+
+const ProgramInfo *Model::program(const std::string &phase) const {
+  for (const ProgramInfo &p : impl_->programs)
+    if (p.phase == phase)
+      return &p;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Session
+// ---------------------------------------------------------------------------
+
+struct Session::Impl {
+  std::shared_ptr<Model> model;
+  Status status;
+  std::unique_ptr<rt::Executor> exec;
+  int64_t position = 0;
+  std::vector<float> allLogits;
+
+  std::string prefix() const { return model->name() + ": "; }
+
+  /// The first program of `phases` the model has, or -1.
+  int pick(std::initializer_list<const char *> phases) const {
+    for (const char *phase : phases)
+      if (int p = exec->findProgram(phase); p >= 0)
+        return p;
+    return -1;
+  }
+
+  Status checkTokens(const int32_t *tokens, int64_t n) const {
+    const int64_t vocab = model->vocabSize();
+    for (int64_t i = 0; i < n; ++i)
+      if (tokens[i] < 0 || tokens[i] >= vocab)
+        return Status::error(prefix() + "token " + std::to_string(tokens[i]) +
+                             (n > 1 ? " at index " + std::to_string(i) : "") +
+                             " is out of range (vocab " +
+                             std::to_string(vocab) + ")");
+    return Status::ok();
+  }
+
+  Status checkRoom(int64_t n) const {
+    const int64_t capacity = exec->capacity();
+    if (n > capacity - position)
+      return Status::error(prefix() + std::to_string(n) +
+                           (n == 1 ? " token" : " tokens") + " at position " +
+                           std::to_string(position) +
+                           " do not fit in the context of " +
+                           std::to_string(capacity) + " tokens");
+    return Status::ok();
+  }
+};
+
+Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  if (!impl_->model) {
+    impl_->status = Status::error("fm::Session: no model");
+    return;
+  }
+  const Model::Impl &m = impl_->model->impl();
+  // Allocation and thread creation may throw; the API must not.
+  try {
+    auto exec = rt::Executor::create(*m.artifact, m.executable.get(),
+                                     options.threads);
+    if (!exec)
+      impl_->status = exec.status();
+    else
+      impl_->exec = std::move(*exec);
+  } catch (const std::exception &e) {
+    impl_->status = Status::error(impl_->prefix() +
+                                  "cannot create a session: " + e.what());
+  }
+}
+
+Session::~Session() = default;
+
+const Status &Session::status() const { return impl_->status; }
+const Model &Session::model() const { return *impl_->model; }
+int Session::threads() const { return impl_->exec ? impl_->exec->threads() : 0; }
+int64_t Session::position() const { return impl_->position; }
+
+Status Session::reset() {
+  if (!impl_->status)
+    return impl_->status;
+  impl_->position = 0;
+  return Status::ok();
+}
+
+Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
+                                  bool allLogits, int64_t chunk) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  if (n < 1 || !tokens)
+    return Status::error(s.prefix() + "prefill needs at least one token");
+  if (chunk < 0)
+    return Status::error(s.prefix() + "prefill chunk " + std::to_string(chunk) +
+                         " is negative");
+  FM_RETURN_IF_ERROR(s.checkTokens(tokens, n));
+  FM_RETURN_IF_ERROR(s.checkRoom(n));
+
+  int program;
+  if (chunk == 1)
+    program = allLogits ? s.pick({"decode", "prefill", "prefill_last"})
+                        : s.pick({"decode", "prefill_last", "prefill"});
+  else
+    program = allLogits ? s.pick({"prefill", "decode", "prefill_last"})
+                        : s.pick({"prefill_last", "prefill", "decode"});
+  if (program < 0)
+    return Status::error(s.prefix() +
+                         "the model has no 'prefill' or 'decode' program");
+  rt::Executor &e = *s.exec;
+  const bool lastOnly = e.logitsLastRowOnly(program);
+  int64_t rowsPerCall = chunk == 0 ? e.maxRows(program)
+                                   : std::min(chunk, e.maxRows(program));
+  // A program that keeps only the last row's logits gives every row's
+  // logits one row at a time.
+  if (allLogits && lastOnly)
+    rowsPerCall = 1;
+
+  const int64_t vocab = e.vocab();
+  if (allLogits)
+    s.allLogits.resize(static_cast<size_t>(n * vocab));
+  const float *last = nullptr;
+  for (int64_t off = 0; off < n; off += rowsPerCall) {
+    const int64_t rows = std::min(rowsPerCall, n - off);
+    FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position));
+    s.position += rows;
+    if (allLogits)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(s.allLogits.data() + (off + r) * vocab,
+                    e.logitsRow(program, lastOnly ? 0 : r),
+                    vocab * sizeof(float));
+    last = e.logitsRow(program, lastOnly ? 0 : rows - 1);
+  }
+  Logits result;
+  result.vocab = vocab;
+  if (allLogits) {
+    result.data = s.allLogits.data();
+    result.rows = n;
+  } else {
+    result.data = last;
+    result.rows = 1;
+  }
+  return result;
+}
+
+Expected<const float *> Session::decode(int32_t token) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  FM_RETURN_IF_ERROR(s.checkTokens(&token, 1));
+  FM_RETURN_IF_ERROR(s.checkRoom(1));
+  int program = s.pick({"decode", "prefill_last", "prefill"});
+  if (program < 0)
+    return Status::error(s.prefix() + "the model has no 'decode' program");
+  FM_RETURN_IF_ERROR(s.exec->run(program, &token, 1, s.position));
+  s.position += 1;
+  return s.exec->logitsRow(program, 0);
+}
+
+Expected<std::vector<int32_t>>
+Session::generate(const std::vector<int32_t> &prompt, int64_t maxNewTokens,
+                  fm::kernels::Sampler &sampler, const TokenCallback &callback) {
+  auto first = prefill(prompt);
+  if (!first)
+    return first.status();
+  const int64_t vocab = first->vocab;
+  const float *logits = first->last();
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < maxNewTokens; ++i) {
+    int32_t token = sampler.sample(logits, vocab);
+    out.push_back(token);
+    if (callback && !callback(token))
+      break;
+    if (i + 1 == maxNewTokens || position() >= impl_->exec->capacity())
+      break;
+    auto next = decode(token);
+    if (!next)
+      return next.status();
+    logits = *next;
+  }
+  return out;
+}
+
+} // namespace fm

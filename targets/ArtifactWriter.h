@@ -1,0 +1,38 @@
+// The .fmb artifact writer: planned kernel-level IR + generated code +
+// checkpoint weights → one FlatBuffers file (runtime/schema/fmb.fbs).
+#pragma once
+
+#include "targets/cpu/GroupCodegen.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace fm::target {
+
+struct ArtifactSummary {
+  uint64_t artifactBytes = 0, weightBytes = 0, parameters = 0;
+  uint64_t kvBytesPerToken = 0, arenaBytes = 0;
+  unsigned numWeights = 0, numLayers = 0, numKernels = 0;
+  std::map<std::string, unsigned> commandsPerPhase;
+};
+
+/// Writes `module` (after fm-plan-memory) with the executable `exe` to
+/// `path`, atomically (a temporary file renamed at the end). Weights are
+/// read from the checkpoint named by the fm.model's `weights` attribute and
+/// streamed to the file, converted to f32, one tensor at a time.
+llvm::Expected<ArtifactSummary>
+writeArtifact(mlir::ModuleOp module, const cpu::CompiledExecutable &exe,
+              const std::string &path,
+              const std::function<void(llvm::StringRef)> &progress = {});
+
+/// Kernel name → index in exe.functions; groups with one kernel name share
+/// one function. Used by the writer and by `fmc compile` to build a module
+/// with one group per kernel.
+mlir::OwningOpRef<mlir::ModuleOp> uniqueKernels(mlir::ModuleOp module);
+
+} // namespace fm::target

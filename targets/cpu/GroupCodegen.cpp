@@ -1,0 +1,359 @@
+// Lowers the group kernels of GroupKernels.cpp to native code: MLIR → LLVM
+// dialect → LLVM IR (+ void** entry wrappers) → LLVM O3 → object → ld.lld.
+//
+// Math: exp (silu) is expanded by MLIR's f32 polynomial approximation, so it
+// vectorizes and needs no libm; RoPE's f64 cos/sin stay libm calls (once per
+// row and pair), resolved by the loading process (ELF) or libSystem (Mach-O).
+// sqrt and roundeven become instructions on x86-64-v3+ and AArch64.
+#include "targets/cpu/GroupCodegen.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <chrono>
+#include <mutex>
+
+using namespace mlir;
+
+namespace fm::cpu {
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// What the TargetMachine is built from.
+struct ResolvedTarget {
+  std::string triple, cpu, features, format;
+};
+
+llvm::Expected<ResolvedTarget> resolve(const CpuTarget &target) {
+  ResolvedTarget r;
+  if (target.cpu == "native") {
+    r.triple = llvm::sys::getProcessTriple();
+    r.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> features;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.push_back((feature.getValue() ? "+" : "-") + feature.getKey().str());
+    llvm::sort(features); // deterministic output
+    r.features = llvm::join(features, ",");
+  } else if (target.cpu == "x86-64-v3") {
+    r.triple = "x86_64-unknown-linux-gnu";
+    r.cpu = "x86-64-v3";
+  } else if (target.cpu == "aarch64-apple") {
+    r.triple = "arm64-apple-macosx13.0";
+    r.cpu = "apple-m1";
+  } else {
+    return error("unknown CPU target '" + target.cpu +
+                 "' (expected native, x86-64-v3 or aarch64-apple)");
+  }
+  llvm::Triple triple(r.triple);
+  if (triple.isOSBinFormatELF())
+    r.format = "elf-so";
+  else if (triple.isOSBinFormatMachO())
+    r.format = "macho-o";
+  else
+    return error("target triple " + r.triple + " is neither ELF nor Mach-O");
+  return r;
+}
+
+void initializeTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+}
+
+/// exp → f32 polynomial, then the CODEGEN.md §1 conversion passes.
+LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
+  RewritePatternSet patterns(kernels.getContext());
+  populateMathPolynomialApproximationPatterns(
+      patterns, [](StringRef op) { return op == math::ExpOp::getOperationName(); });
+  if (failed(applyPatternsGreedily(kernels, std::move(patterns))))
+    return kernels.emitError("polynomial approximation of exp did not converge");
+
+  PassManager pm(kernels.getContext());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return pm.run(kernels);
+}
+
+/// `void <entry>(void **args, int64_t rows, int64_t pos)` calling `kernel`
+/// with args[0..n), rows, pos; the kernel becomes internal (and is inlined).
+void addEntryWrapper(llvm::Module &m, llvm::Function *kernel, llvm::StringRef entry,
+                     unsigned numPointers) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, i64, i64}, false);
+  auto *fn = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, entry, m);
+  fn->getArg(0)->setName("args");
+  fn->getArg(1)->setName("rows");
+  fn->getArg(2)->setName("pos");
+  fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::SmallVector<llvm::Value *> callArgs;
+  for (unsigned i = 0; i < numPointers; ++i) {
+    llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), i);
+    callArgs.push_back(b.CreateAlignedLoad(ptr, slot, llvm::Align(8)));
+  }
+  callArgs.push_back(fn->getArg(1));
+  callArgs.push_back(fn->getArg(2));
+  b.CreateCall(kernel, callArgs);
+  b.CreateRetVoid();
+  kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+llvm::Error optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+  if (llvm::verifyModule(m, &llvm::errs()))
+    return error("LLVM IR of the group kernels is invalid after optimization");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<uint8_t>> emitObject(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return error("the " + tm.getTargetTriple().str() + " target cannot emit object files");
+  pm.run(m);
+  return std::vector<uint8_t>(buffer.begin(), buffer.end());
+}
+
+llvm::Expected<std::string> findLinker() {
+  for (const char *name : {"ld.lld-22", "ld.lld"})
+    if (auto path = llvm::sys::findProgramByName(name))
+      return *path;
+  const char *fallback = "/usr/lib/llvm-22/bin/ld.lld";
+  if (llvm::sys::fs::can_execute(fallback))
+    return std::string(fallback);
+  return error("ld.lld not found (looked for ld.lld-22 and ld.lld on PATH and " +
+               llvm::Twine(fallback) + ")");
+}
+
+/// ld.lld -shared on temporary files; returns the shared object's bytes.
+llvm::Expected<std::vector<uint8_t>> linkSharedObject(llvm::ArrayRef<uint8_t> object) {
+  auto linker = findLinker();
+  if (!linker)
+    return linker.takeError();
+  llvm::SmallString<128> objPath, soPath, logPath;
+  int fd;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("fmk-groups", "o", fd, objPath))
+    return error("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObj(objPath);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(reinterpret_cast<const char *>(object.data()), object.size());
+    if (os.has_error())
+      return error("cannot write " + objPath);
+  }
+  if (auto ec = llvm::sys::fs::createTemporaryFile("fmk-groups", "so", soPath))
+    return error("cannot create a temporary file: " + ec.message());
+  llvm::FileRemover removeSo(soPath);
+  if (auto ec = llvm::sys::fs::createTemporaryFile("fmk-groups", "log", logPath))
+    return error("cannot create a temporary file: " + ec.message());
+  llvm::FileRemover removeLog(logPath);
+
+  llvm::SmallVector<llvm::StringRef> args = {*linker, "-shared", "--hash-style=gnu",
+                                             "-z", "noexecstack", "-o", soPath, objPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(logPath),
+                                                llvm::StringRef(logPath)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects, 0, 0, &message);
+  if (rc != 0) {
+    std::string log;
+    if (auto text = llvm::MemoryBuffer::getFile(logPath))
+      log = (*text)->getBuffer().trim().str();
+    return error(*linker + " failed" + (message.empty() ? "" : ": " + message) +
+                 (log.empty() ? "" : "\n" + log));
+  }
+  auto so = llvm::MemoryBuffer::getFile(soPath, /*IsText=*/false,
+                                        /*RequiresNullTerminator=*/false);
+  if (!so)
+    return error("cannot read the linked shared object: " + so.getError().message());
+  llvm::StringRef bytes = (*so)->getBuffer();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+} // namespace
+
+llvm::Expected<CompiledExecutable>
+compileGroups(ModuleOp module, const CpuTarget &target,
+              const std::function<void(llvm::StringRef)> &progress) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now(), last = start;
+  auto report = [&](const llvm::Twine &what) {
+    if (!progress)
+      return;
+    auto now = Clock::now();
+    auto ms = [](Clock::duration d) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    progress(("cpu: " + what + " (" + llvm::Twine(ms(now - last)) + " ms)").str());
+    last = now;
+  };
+
+  auto resolved = resolve(target);
+  if (!resolved)
+    return resolved.takeError();
+
+  // MLIR diagnostics become the error message.
+  MLIRContext *ctx = module.getContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    if (!diagnostics.empty())
+      os << "\n";
+    os << diag.getLocation() << ": " << diag;
+    for (Diagnostic &note : diag.getNotes())
+      os << "\n  note: " << note;
+    return success();
+  });
+  auto failure = [&](llvm::StringRef stage) {
+    return error("cannot compile the groups for " + target.cpu + " (" + stage + ")" +
+                 (diagnostics.empty() ? "" : ":\n" + diagnostics));
+  };
+
+  CompiledExecutable exe;
+  exe.format = resolved->format;
+  exe.triple = resolved->triple;
+  exe.cpu = resolved->cpu;
+  module.walk([&](fmk::GroupOp group) { exe.functions.push_back(entrySymbol(group)); });
+
+  OwningOpRef<ModuleOp> kernels = buildGroupKernels(module);
+  if (!kernels)
+    return failure("building the kernels");
+  // The entry of each kernel, read before the func ops are converted.
+  struct Entry {
+    std::string kernel, entry;
+    unsigned numPointers;
+  };
+  std::vector<Entry> entries;
+  for (auto fn : kernels->getOps<func::FuncOp>())
+    entries.push_back({fn.getSymName().str(),
+                       fn->getAttrOfType<StringAttr>("fmk.entry").str(),
+                       unsigned(fn->getAttrOfType<IntegerAttr>("fmk.num_pointers").getInt())});
+  report("built " + llvm::Twine(entries.size()) + " kernels for " +
+         llvm::Twine(exe.functions.size()) + " groups");
+
+  if (failed(lowerToLLVMDialect(*kernels)))
+    return failure("lowering to the LLVM dialect");
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*kernels, llvmContext, "fmk_groups");
+  if (!llvmModule)
+    return failure("translating to LLVM IR");
+  report("lowered to LLVM IR");
+
+  initializeTargets();
+  std::string lookupError;
+  llvm::Triple triple(resolved->triple);
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!llvmTarget)
+    return error("no LLVM target for " + resolved->triple + ": " + lookupError);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
+      triple, resolved->cpu, resolved->features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return error("cannot create a target machine for " + resolved->triple + " / " +
+                 resolved->cpu);
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+
+  for (const Entry &e : entries) {
+    llvm::Function *kernel = llvmModule->getFunction(e.kernel);
+    if (!kernel)
+      return error("kernel " + e.kernel + " is missing from the LLVM module");
+    addEntryWrapper(*llvmModule, kernel, e.entry, e.numPointers);
+  }
+  for (llvm::Function &fn : *llvmModule) {
+    if (fn.isDeclaration())
+      continue;
+    fn.addFnAttr("target-cpu", resolved->cpu);
+    if (!resolved->features.empty())
+      fn.addFnAttr("target-features", resolved->features);
+    fn.addFnAttr(llvm::Attribute::NoUnwind);
+  }
+  if (auto err = optimize(*llvmModule, *tm))
+    return std::move(err);
+  report("optimized (O3) for " + resolved->triple + " " + resolved->cpu);
+
+  auto object = emitObject(*llvmModule, *tm);
+  if (!object)
+    return object.takeError();
+  report("emitted a " + llvm::Twine(object->size()) + "-byte object");
+
+  if (exe.format == "macho-o") {
+    exe.image = std::move(*object);
+    return exe;
+  }
+  auto so = linkSharedObject(*object);
+  if (!so)
+    return so.takeError();
+  exe.image = std::move(*so);
+  report("linked a " + llvm::Twine(exe.image.size()) + "-byte shared object");
+  return exe;
+}
+
+} // namespace fm::cpu

@@ -1,0 +1,79 @@
+// CPU code generation for fmk.group: row kernels in MLIR, native code via LLVM.
+#pragma once
+
+#include "dialects/fmk/IR/FmkDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fm::cpu {
+
+/// Which machine the code is for.
+///   "native"        the host (triple, CPU and features of this machine)
+///   "x86-64-v3"     x86_64-unknown-linux-gnu, CPU x86-64-v3 (AVX2, FMA)
+///   "aarch64-apple" arm64-apple-macosx13.0, CPU apple-m1 (Mach-O object only)
+struct CpuTarget {
+  std::string cpu = "native";
+};
+
+/// The code of all groups of a module.
+struct CompiledExecutable {
+  /// "elf-so": a shared object to dlopen; "macho-o": a relocatable Mach-O
+  /// object (to be linked on the Apple side).
+  std::string format;
+  std::string triple, cpu;
+  /// The entry symbol of each group, in module walk order (without the
+  /// Mach-O leading underscore).
+  std::vector<std::string> functions;
+  std::vector<uint8_t> image;
+};
+
+/// One pointer argument of a group's entry function.
+///
+/// The pointers are, in order: every non-index input (an activation: row 0 of
+/// a contiguous [rows][width] f32 buffer; a weight: its f32 data, whatever
+/// its declared element type), then one output buffer per result ([rows][width]
+/// contiguous), then, for each fmk.cache_write in the body in order, the base
+/// of that cache slot's K or V part ([capacity][width] f32).
+///
+/// Outputs may alias inputs only exactly (same buffer, same width): every row
+/// reads its inputs before any write that could clobber them.
+struct GroupArg {
+  enum Kind { Input, Result, Cache } kind;
+  /// The input or result number, or the number of the CacheWriteOp in the body.
+  unsigned index;
+};
+
+std::vector<GroupArg> groupAbi(mlir::fmk::GroupOp group);
+
+/// The C symbol of a group's entry, "fmk_<kernel>_entry" (characters other
+/// than [A-Za-z0-9_] in the kernel name become '_'). The entry has the C ABI
+///   void entry(void **args, int64_t rows, int64_t pos);
+/// with args as groupAbi lists them; row r of every activation is at
+/// position pos + r.
+std::string entrySymbol(mlir::fmk::GroupOp group);
+
+/// Builds one func.func per group (scf/arith/math/memref, rank-0 memref<f32>
+/// pointer arguments in groupAbi order, then rows and pos) in a new module.
+/// Returns null after emitting a diagnostic on the offending group.
+mlir::OwningOpRef<mlir::ModuleOp> buildGroupKernels(mlir::ModuleOp module);
+
+/// Generates, optimizes (LLVM O3) and compiles all groups of `module` for
+/// `target`; for ELF targets links a shared object with ld.lld. `progress`
+/// (optional) receives one line per stage.
+llvm::Expected<CompiledExecutable>
+compileGroups(mlir::ModuleOp module, const CpuTarget &target,
+              const std::function<void(llvm::StringRef)> &progress = {});
+
+/// Registers `fm-cpu-build-kernels`, which replaces a module's contents with
+/// buildGroupKernels(module) (for lit tests and debugging).
+void registerCpuTargetPasses();
+
+} // namespace fm::cpu

@@ -1,0 +1,225 @@
+// Builds .fmb artifacts in memory for the runtime tests (and the fuzzer's
+// seed corpus): FlatBuffer, padding and data section, with knobs to break
+// each part on purpose.
+#pragma once
+
+#include "Artifact.h"
+#include "fm/fmb_generated.h"
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace fm::test {
+
+namespace fa = fm::artifact;
+
+inline fa::BufferRef buf(uint64_t offset, uint32_t stride, uint32_t width) {
+  return fa::BufferRef(offset, stride, width);
+}
+
+class ArtifactBuilder {
+public:
+  using Cmd = flatbuffers::Offset<fa::Command>;
+
+  // Artifact fields.
+  uint32_t schemaVersion = 1;
+  std::string family = "test";
+  uint32_t vocab = 0;
+  uint32_t hidden = 0;
+  uint32_t layers = 1;
+  // Overrides (negative: computed).
+  int64_t dataSizeOverride = -1;
+  bool hashOverride = false;
+  uint64_t hash = 0;
+
+  /// Adds an f32 weight; data.size() must match the shape unless `bytes`
+  /// says otherwise. Returns its index.
+  uint32_t addWeight(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<float> &data) {
+    std::vector<uint8_t> bytes(data.size() * sizeof(float));
+    if (!data.empty())
+      std::memcpy(bytes.data(), data.data(), bytes.size());
+    return addRawWeight(name, std::move(shape), fa::DType::F32, std::move(bytes));
+  }
+  uint32_t addRawWeight(const std::string &name, std::vector<int64_t> shape,
+                        fa::DType dtype, std::vector<uint8_t> bytes) {
+    Weight w;
+    w.name = name;
+    w.shape = std::move(shape);
+    w.dtype = dtype;
+    w.bytes = std::move(bytes);
+    w.gapBefore = pendingGap_;
+    pendingGap_ = 0;
+    weights_.push_back(std::move(w));
+    return static_cast<uint32_t>(weights_.size() - 1);
+  }
+  /// Leaves `bytes` of unused data before the next weight (breaks the
+  /// contiguity of weights that follow each other).
+  void addGap(uint64_t bytes) { pendingGap_ += bytes; }
+  void overrideWeightOffset(uint32_t index, uint64_t offset) {
+    weights_[index].offsetOverride = offset;
+    weights_[index].hasOffsetOverride = true;
+  }
+  void overrideWeightSize(uint32_t index, uint64_t size) {
+    weights_[index].sizeOverride = size;
+    weights_[index].hasSizeOverride = true;
+  }
+
+  uint32_t addCache(const std::string &name, uint32_t slots, uint32_t kvHeads,
+                    uint32_t headDim, uint32_t capacity,
+                    fa::DType dtype = fa::DType::F32) {
+    caches_.push_back(fa::CreateKvCacheDirect(fbb_, name.c_str(), slots,
+                                              kvHeads, headDim, capacity, dtype));
+    return static_cast<uint32_t>(caches_.size() - 1);
+  }
+
+  Cmd embed(uint32_t table, fa::BufferRef out, const std::string &layer = "",
+            bool lastRowOnly = false) {
+    auto op = fa::CreateEmbed(fbb_, table, &out);
+    return command(fa::Op::Embed, op.Union(), layer, lastRowOnly);
+  }
+  Cmd matmul(fa::BufferRef x, const std::vector<uint32_t> &weights,
+             fa::BufferRef y, uint32_t k, uint32_t n, bool accumulate = false,
+             const std::string &layer = "", bool lastRowOnly = false) {
+    auto op = fa::CreateMatMulDirect(fbb_, &x, &weights, &y, k, n, accumulate);
+    return command(fa::Op::MatMul, op.Union(), layer, lastRowOnly);
+  }
+  Cmd attention(fa::BufferRef q, fa::BufferRef out, uint32_t cache,
+                uint32_t slot, uint32_t heads, uint32_t kvHeads,
+                uint32_t headDim, float scale, uint32_t window = 0,
+                const std::string &layer = "", bool lastRowOnly = false) {
+    auto op = fa::CreateAttention(fbb_, &q, &out, cache, slot, heads, kvHeads,
+                                  headDim, scale, window);
+    return command(fa::Op::Attention, op.Union(), layer, lastRowOnly);
+  }
+  flatbuffers::Offset<fa::Arg> bufferArg(fa::BufferRef b) {
+    return fa::CreateArg(fbb_, fa::ArgKind::Buffer, &b);
+  }
+  flatbuffers::Offset<fa::Arg> weightArg(uint32_t index) {
+    return fa::CreateArg(fbb_, fa::ArgKind::Weight, nullptr, index);
+  }
+  flatbuffers::Offset<fa::Arg> cacheArg(fa::ArgKind kind, uint32_t cache,
+                                        uint32_t slot) {
+    return fa::CreateArg(fbb_, kind, nullptr, cache, slot);
+  }
+  Cmd dispatch(uint32_t function,
+               const std::vector<flatbuffers::Offset<fa::Arg>> &args,
+               const std::string &layer = "", bool lastRowOnly = false) {
+    auto op = fa::CreateDispatchDirect(fbb_, function, &args);
+    return command(fa::Op::Dispatch, op.Union(), layer, lastRowOnly);
+  }
+  Cmd copyLastRow(fa::BufferRef src, fa::BufferRef dst,
+                  const std::string &layer = "") {
+    auto op = fa::CreateCopyLastRow(fbb_, &src, &dst);
+    return command(fa::Op::CopyLastRow, op.Union(), layer, false);
+  }
+  /// A command with op type NONE (or any raw type) and an Embed body.
+  Cmd rawCommand(fa::Op type) {
+    fa::BufferRef out = buf(0, 1, 1);
+    auto op = fa::CreateEmbed(fbb_, 0, &out);
+    return command(type, op.Union(), "", false);
+  }
+
+  void addProgram(const std::string &phase, uint32_t maxRows,
+                  uint64_t arenaFloats, fa::BufferRef logits,
+                  bool logitsLastRowOnly, const std::vector<Cmd> &commands) {
+    programs_.push_back(fa::CreateProgramDirect(fbb_, phase.c_str(), maxRows,
+                                                arenaFloats, &logits,
+                                                logitsLastRowOnly, &commands));
+  }
+
+  void setExecutable(const std::string &format, const std::string &triple,
+                     const std::vector<std::string> &functions,
+                     const std::vector<uint8_t> &image) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> names;
+    for (const std::string &f : functions)
+      names.push_back(fbb_.CreateString(f));
+    executable_ = fa::CreateExecutableDirect(fbb_, format.c_str(),
+                                             triple.c_str(), "generic",
+                                             &names, &image);
+  }
+
+  /// The file bytes.
+  std::vector<uint8_t> finish() {
+    // Data section layout.
+    std::vector<uint8_t> data;
+    std::vector<flatbuffers::Offset<fa::Weight>> weights;
+    for (Weight &w : weights_) {
+      data.resize(align(data.size() + w.gapBefore));
+      uint64_t offset = data.size();
+      data.insert(data.end(), w.bytes.begin(), w.bytes.end());
+      weights.push_back(fa::CreateWeightDirect(
+          fbb_, w.name.c_str(), w.dtype, &w.shape,
+          w.hasOffsetOverride ? w.offsetOverride : offset,
+          w.hasSizeOverride ? w.sizeOverride : w.bytes.size()));
+    }
+    data.resize(align(data.size()));
+    uint64_t dataSize =
+        dataSizeOverride >= 0 ? uint64_t(dataSizeOverride) : data.size();
+    uint64_t contentHash =
+        hashOverride ? hash : fm::rt::fnv1a64(data.data(), data.size());
+    auto root = fa::CreateArtifactDirect(
+        fbb_, schemaVersion, family.c_str(), "test-model", "{}", vocab, hidden,
+        layers, 1234, "cpu", &weights, dataSize, contentHash, &caches_,
+        &programs_, executable_);
+    fa::FinishSizePrefixedArtifactBuffer(fbb_, root);
+    std::vector<uint8_t> file(fbb_.GetBufferPointer(),
+                              fbb_.GetBufferPointer() + fbb_.GetSize());
+    file.resize(align(file.size()));
+    file.insert(file.end(), data.begin(), data.end());
+    return file;
+  }
+
+  /// The file offset where the data section starts in `file`.
+  static uint64_t dataStart(const std::vector<uint8_t> &file) {
+    uint32_t n;
+    std::memcpy(&n, file.data(), 4);
+    return align(4 + uint64_t(n));
+  }
+
+private:
+  struct Weight {
+    std::string name;
+    std::vector<int64_t> shape;
+    fa::DType dtype = fa::DType::F32;
+    std::vector<uint8_t> bytes;
+    uint64_t gapBefore = 0;
+    uint64_t offsetOverride = 0, sizeOverride = 0;
+    bool hasOffsetOverride = false, hasSizeOverride = false;
+  };
+
+  static uint64_t align(uint64_t x) { return (x + 63) & ~uint64_t(63); }
+
+  Cmd command(fa::Op type, flatbuffers::Offset<void> op,
+              const std::string &layer, bool lastRowOnly) {
+    auto layerOffset = layer.empty() ? 0 : fbb_.CreateString(layer);
+    fa::CommandBuilder b(fbb_);
+    b.add_op_type(type);
+    b.add_op(op);
+    if (!layer.empty())
+      b.add_layer(layerOffset);
+    b.add_last_row_only(lastRowOnly);
+    return b.Finish();
+  }
+
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<Weight> weights_;
+  uint64_t pendingGap_ = 0;
+  std::vector<flatbuffers::Offset<fa::KvCache>> caches_;
+  std::vector<flatbuffers::Offset<fa::Program>> programs_;
+  flatbuffers::Offset<fa::Executable> executable_;
+
+};
+
+/// The test kernels' shared object (built next to the test), as bytes.
+inline std::vector<uint8_t> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                              std::istreambuf_iterator<char>());
+}
+
+} // namespace fm::test

@@ -1,0 +1,236 @@
+// fm-run: runs a compiled .fmb model on token ids: generates, scores
+// (teacher-forced logits of every position) and reports speed.
+#include "fm/runtime.h"
+#include "kernels/sampler.h"
+#include "src/Npy.h"
+
+#include <CLI/CLI.hpp>
+
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::string tokens;
+  int64_t maxNewTokens = 16;
+  int threads = 0;
+  float temperature = 0.0f;
+  int topK = 0;
+  float topP = 1.0f;
+  uint64_t seed = 0;
+  bool stats = false;
+  bool score = false;
+  std::string logitsOut;
+  int64_t prefillChunk = 0;
+  bool verifyHash = false;
+};
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "fm-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool parseTokens(const std::string &text, std::vector<int32_t> *out,
+                 std::string *error) {
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t comma = text.find(',', i);
+    if (comma == std::string::npos)
+      comma = text.size();
+    std::string item = text.substr(i, comma - i);
+    // Spaces around ids are fine ("1, 2, 3").
+    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    char *end = nullptr;
+    errno = 0;
+    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN ||
+        v > INT32_MAX) {
+      *error = "--tokens: '" + item + "' is not a token id (expected "
+               "comma-separated integers like 1,17,42)";
+      return false;
+    }
+    out->push_back(static_cast<int32_t>(v));
+    i = comma + 1;
+  }
+  return true;
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+double peakRssMb() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0.0;
+#if defined(__APPLE__)
+  return usage.ru_maxrss / (1024.0 * 1024.0); // bytes
+#else
+  return usage.ru_maxrss / 1024.0; // KiB
+#endif
+}
+
+int run(const Args &args) {
+  std::vector<int32_t> tokens;
+  std::string error;
+  if (args.tokens.empty())
+    return fail("--tokens is required (comma-separated token ids)");
+  if (!parseTokens(args.tokens, &tokens, &error))
+    return fail(error);
+  if (args.score && args.logitsOut.empty())
+    return fail("--score needs --logits-out FILE.npy");
+
+  auto t0 = std::chrono::steady_clock::now();
+  fm::LoadOptions loadOptions;
+  loadOptions.verifyHash = args.verifyHash;
+  auto model = fm::Model::load(args.model, loadOptions);
+  if (!model)
+    return fail(model.message());
+  fm::SessionOptions sessionOptions;
+  sessionOptions.threads = args.threads;
+  fm::Session session(*model, sessionOptions);
+  if (!session.status())
+    return fail(session.status().message());
+  const double loadMs = msSince(t0);
+  const int64_t vocab = (*model)->vocabSize();
+
+  std::vector<float> logitRows; // --logits-out, [rows][vocab]
+  std::vector<int32_t> generated;
+  double prefillMs = 0.0, decodeMs = 0.0;
+  int64_t decodeTokens = 0;
+
+  t0 = std::chrono::steady_clock::now();
+  auto prefill = session.prefill(tokens.data(),
+                                 static_cast<int64_t>(tokens.size()),
+                                 /*allLogits=*/args.score, args.prefillChunk);
+  if (!prefill)
+    return fail(prefill.message());
+  prefillMs = msSince(t0);
+
+  if (args.score) {
+    logitRows.assign(prefill->data, prefill->data + prefill->rows * vocab);
+  } else {
+    fm::kernels::Sampler sampler(args.temperature, args.topK, args.topP,
+                                 args.seed);
+    const bool keepLogits = !args.logitsOut.empty();
+    const float *logits = prefill->last();
+    if (keepLogits)
+      logitRows.insert(logitRows.end(), logits, logits + vocab);
+    const int64_t context = (*model)->contextLength();
+    for (int64_t i = 0; i < args.maxNewTokens; ++i) {
+      int32_t token = sampler.sample(logits, vocab);
+      generated.push_back(token);
+      // The last token is fed back only for its logits row.
+      if (i + 1 == args.maxNewTokens && !keepLogits)
+        break;
+      if (context > 0 && session.position() >= context) {
+        std::fprintf(stderr, "fm-run: note: the context of %lld tokens is full\n",
+                     static_cast<long long>(context));
+        break;
+      }
+      auto t1 = std::chrono::steady_clock::now();
+      auto next = session.decode(token);
+      if (!next)
+        return fail(next.message());
+      decodeMs += msSince(t1);
+      ++decodeTokens;
+      logits = *next;
+      if (keepLogits)
+        logitRows.insert(logitRows.end(), logits, logits + vocab);
+    }
+    for (size_t i = 0; i < generated.size(); ++i)
+      std::printf("%s%d", i ? " " : "", generated[i]);
+    std::printf("\n");
+  }
+
+  if (!args.logitsOut.empty()) {
+    int64_t rows = vocab > 0 ? static_cast<int64_t>(logitRows.size()) / vocab : 0;
+    if (!fm::rt::writeNpyF32(args.logitsOut, logitRows.data(), {rows, vocab},
+                             &error))
+      return fail(args.logitsOut + ": " + error);
+  }
+
+  if (args.stats) {
+    auto perSecond = [](int64_t n, double ms) {
+      return ms > 0.0 ? n * 1000.0 / ms : 0.0;
+    };
+    const int64_t prefillTokens = static_cast<int64_t>(tokens.size());
+    std::printf("{\"load_ms\": %.3f, \"prefill_tokens\": %lld, "
+                "\"prefill_tokens_per_s\": %.3f, \"decode_tokens\": %lld, "
+                "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
+                "\"threads\": %d}\n",
+                loadMs, static_cast<long long>(prefillTokens),
+                perSecond(prefillTokens, prefillMs),
+                static_cast<long long>(decodeTokens),
+                perSecond(decodeTokens, decodeMs), peakRssMb(),
+                session.threads());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"fm-run: run a compiled .fmb model on token ids"};
+  Args args;
+  app.add_option("model", args.model, "the .fmb artifact")->required();
+  app.add_option("--tokens", args.tokens,
+                 "prompt token ids, comma-separated (1,17,42)");
+  app.add_option("--max-new-tokens", args.maxNewTokens,
+                 "tokens to generate")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(16);
+  app.add_option("--threads", args.threads,
+                 "kernel threads (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", args.temperature,
+                 "sampling temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0.0f);
+  app.add_option("--top-k", args.topK, "keep the K most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
+  app.add_option("--top-p", args.topP, "nucleus probability mass (1: all)")
+      ->default_val(1.0f);
+  app.add_option("--seed", args.seed, "sampling seed")->default_val(0);
+  app.add_flag("--stats", args.stats,
+               "print one JSON line of load time, speed, peak RSS, threads");
+  app.add_flag("--score", args.score,
+               "teacher forcing: logits of every position of --tokens "
+               "(with --logits-out), no generation");
+  app.add_option("--logits-out", args.logitsOut,
+                 "write logits as float32 .npy: [tokens, vocab] with "
+                 "--score, else the last prompt position and one row per "
+                 "generated token");
+  app.add_option("--prefill-chunk", args.prefillChunk,
+                 "process the prompt K tokens at a time (0: the program's "
+                 "max rows; 1: the decode path for every position)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
+  app.add_flag("--verify-hash", args.verifyHash,
+               "check the weights against the artifact's content hash");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return fail(e.what());
+  }
+  return run(args);
+}

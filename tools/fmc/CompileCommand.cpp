@@ -1,0 +1,165 @@
+// `fmc compile`: checkpoint or fm IR → planned kernel IR → native kernels →
+// .fmb artifact, with a one-screen report and progress on stderr.
+#include "Commands.h"
+#include "import/Importer.h"
+
+#include "dialects/fm/IR/FmOps.h"
+#include "dialects/fmk/IR/FmkDialect.h"
+#include "passes/Passes.h"
+#include "targets/ArtifactWriter.h"
+#include "targets/cpu/GroupCodegen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <chrono>
+
+namespace fm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::string human(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? llvm::formatv("{0:F0} B", bytes).str()
+                : llvm::formatv("{0:F1} {1}", bytes, units[u]).str();
+}
+
+std::string count(double n) {
+  if (n >= 1e9)
+    return llvm::formatv("{0:F2}B", n / 1e9);
+  if (n >= 1e6)
+    return llvm::formatv("{0:F2}M", n / 1e6);
+  if (n >= 1e3)
+    return llvm::formatv("{0:F1}K", n / 1e3);
+  return llvm::formatv("{0}", (int64_t)n);
+}
+
+int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "fmc") << msg << "\n";
+  return 1;
+}
+
+void progress(llvm::StringRef line) { llvm::errs() << "fmc: " << line << "\n"; }
+
+} // namespace
+
+int runCompile(const CompileArgs &args) {
+  if (args.target != "cpu")
+    return fail("target '" + args.target + "' is not supported (cpu)");
+  if (args.quant != "none")
+    return fail("--quant " + args.quant +
+                " is not available in this build: only 'none' (f32 weights)");
+  auto t0 = Clock::now();
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::fm::FmDialect, mlir::fmk::FmkDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::tensor::TensorDialect>();
+
+  // 1. Import, or read fm IR.
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (llvm::sys::fs::is_directory(args.input)) {
+    progress("importing " + args.input);
+    import::ImportOptions opts;
+    opts.contextLength = args.contextLength;
+    std::vector<std::string> warnings;
+    auto m = import::importModel(ctx, args.input, opts, warnings);
+    for (const std::string &w : warnings)
+      llvm::WithColor::warning(llvm::errs(), "fmc") << w << "\n";
+    if (!m)
+      return fail(llvm::toString(m.takeError()));
+    module = std::move(*m);
+  } else {
+    llvm::SourceMgr sm;
+    mlir::SourceMgrDiagnosticHandler handler(sm, &ctx);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(args.input, sm, &ctx);
+    if (!module)
+      return fail("cannot read fm IR from " + args.input);
+  }
+  double importMs = msSince(t0);
+
+  // 2. The fm pass pipeline down to the planned kernel level.
+  auto t1 = Clock::now();
+  progress("running the fm pipeline (share-kv, lower, fuse, plan)");
+  mlir::PassManager pm(&ctx);
+  mlir::fm::CompileOptions copts;
+  copts.maxPrefillRows = args.maxPrefill;
+  mlir::fm::buildFmCompilePipeline(pm, copts);
+  if (mlir::failed(pm.run(*module)))
+    return fail("the fm pipeline failed (see the diagnostics above)");
+  double passMs = msSince(t1);
+  if (!args.dumpIr.empty()) {
+    std::string err;
+    auto out = mlir::openOutputFile(args.dumpIr, &err);
+    if (!out)
+      return fail(err);
+    module->print(out->os());
+    out->keep();
+  }
+
+  // 3. Native code for the fused kernels.
+  auto t2 = Clock::now();
+  mlir::OwningOpRef<mlir::ModuleOp> kernels = target::uniqueKernels(*module);
+  cpu::CpuTarget target;
+  target.cpu = args.cpu;
+  auto exe = cpu::compileGroups(*kernels, target, progress);
+  if (!exe)
+    return fail(llvm::toString(exe.takeError()));
+  double codegenMs = msSince(t2);
+
+  // 4. The artifact.
+  auto t3 = Clock::now();
+  progress("writing " + args.output);
+  auto summary = target::writeArtifact(*module, *exe, args.output, progress);
+  if (!summary)
+    return fail(llvm::toString(summary.takeError()));
+  double writeMs = msSince(t3);
+
+  // 5. The report.
+  mlir::fm::ModelOp model;
+  for (auto m : module->getOps<mlir::fm::ModelOp>())
+    model = m;
+  auto &os = llvm::outs();
+  os << llvm::formatv("fmc compile: {0} model '{1}' -> {2}\n", model.getFamily(),
+                      model.getSymName(), args.output);
+  os << llvm::formatv("  target        {0} ({1}, cpu {2}, {3})\n", args.target,
+                      exe->triple, exe->cpu, exe->format);
+  os << llvm::formatv("  layers        {0}\n", summary->numLayers);
+  os << llvm::formatv("  parameters    {0} in {1} tensors\n",
+                      count(summary->parameters), summary->numWeights);
+  os << llvm::formatv("  weights       {0} (f32)\n", human(summary->weightBytes));
+  os << llvm::formatv("  artifact      {0}\n", human(summary->artifactBytes));
+  os << llvm::formatv("  KV per token  {0} (f32)\n", human(summary->kvBytesPerToken));
+  os << llvm::formatv("  arena         {0} (max {1} tokens per prefill call)\n",
+                      human(summary->arenaBytes), args.maxPrefill);
+  std::string phases;
+  for (auto &[phase, n] : summary->commandsPerPhase)
+    phases += llvm::formatv("{0}{1} {2}", phases.empty() ? "" : ", ", phase, n);
+  os << llvm::formatv("  kernels       {0} generated; commands: {1}\n",
+                      summary->numKernels, phases);
+  os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "
+                      "codegen {2:F0} ms, write {3:F0} ms, total {4:F0} ms\n",
+                      importMs, passMs, codegenMs, writeMs, msSince(t0));
+  return 0;
+}
+
+} // namespace fm::cli
