@@ -119,9 +119,10 @@ TEST(ThreadPool, DestroysIdleAndFreshPools) {
 TEST(ThreadPool, DefaultSizeIsHardwareConcurrency) {
   ThreadPool pool;
   EXPECT_GE(pool.numThreads(), 1);
-  if (std::thread::hardware_concurrency() > 0)
+  if (std::thread::hardware_concurrency() > 0) {
     EXPECT_EQ(pool.numThreads(),
               static_cast<int>(std::thread::hardware_concurrency()));
+  }
 }
 
 } // namespace

@@ -15,7 +15,9 @@
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -96,6 +98,8 @@ void initializeTargets() {
   });
 }
 
+constexpr llvm::StringLiteral kLoopAnnotation = "llvm.loop_annotation";
+
 /// exp → f32 polynomial, then the CODEGEN.md §1 conversion passes.
 LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   RewritePatternSet patterns(kernels.getContext());
@@ -104,7 +108,19 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   if (failed(applyPatternsGreedily(kernels, std::move(patterns))))
     return kernels.emitError("polynomial approximation of exp did not converge");
 
-  PassManager pm(kernels.getContext());
+  // Column loops keep their loop form until the vectorizer has seen them:
+  // LLVM otherwise fully unrolls short ones (a RoPE head's 16 pairs) early
+  // and then vectorizes the loop around them with gathers and scatters. The
+  // annotation rides SCF→CF on the latch branch (moved to its property below).
+  MLIRContext *ctx = kernels.getContext();
+  ctx->loadDialect<LLVM::LLVMDialect>();
+  Attribute noUnroll = parseAttribute("#llvm.loop_annotation<unroll = <disable = true>>", ctx);
+  kernels.walk([&](scf::ForOp loop) {
+    if (!isa<func::FuncOp>(loop->getParentOp())) // not the row loop
+      loop->setAttr(kLoopAnnotation, noUnroll);
+  });
+
+  PassManager pm(ctx);
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertMathToLLVMPass());
@@ -117,7 +133,15 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createReconcileUnrealizedCastsPass());
-  return pm.run(kernels);
+  if (failed(pm.run(kernels)))
+    return failure();
+  kernels.walk([](LLVM::BrOp br) {
+    if (auto annotation = br->getAttrOfType<LLVM::LoopAnnotationAttr>(kLoopAnnotation)) {
+      br.setLoopAnnotationAttr(annotation);
+      br->removeAttr(kLoopAnnotation);
+    }
+  });
+  return success();
 }
 
 /// `void <entry>(void **args, int64_t rows, int64_t pos)` calling `kernel`

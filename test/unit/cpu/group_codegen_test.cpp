@@ -466,24 +466,6 @@ func.func @f(%x: tensor<?x48xf32>, %d: tensor<?x48xf32>, %w: tensor<48xf32>) -> 
   }
 }
 
-TEST(GroupCodegen, PassthroughAndSliceResults) {
-  Compiled c(R"(
-func.func @f(%x: tensor<?x100xf32>, %s: tensor<f32>) -> (tensor<?x100xf32>, tensor<?x36xf32>, tensor<?x36xf32>) {
-  %r:3 = fmk.group "pass" (%x, %s) : (tensor<?x100xf32>, tensor<f32>) -> (tensor<?x100xf32>, tensor<?x36xf32>, tensor<?x36xf32>) {
-  ^bb0(%a: tensor<?x100xf32>, %b: tensor<f32>):
-    %q = fmk.fake_quant %a, %b : tensor<?x100xf32>, tensor<f32> -> tensor<?x100xf32>
-    %t = fmk.slice_cols %q[64] : tensor<?x100xf32> -> tensor<?x36xf32>
-    %v = fmk.slice_cols %a[3] : tensor<?x100xf32> -> tensor<?x36xf32>
-    fmk.cache_write %t at %p0 into @kv[0] v : tensor<?x36xf32>
-    fmk.yield %a, %t, %v : tensor<?x100xf32>, tensor<?x36xf32>, tensor<?x36xf32>
-  }
-  return %r#0, %r#1, %r#2 : tensor<?x100xf32>, tensor<?x36xf32>, tensor<?x36xf32>
-}
-)");
-  // %p0 is not defined: the module above must not parse.
-  EXPECT_FALSE(c.parsed.module);
-}
-
 TEST(GroupCodegen, PassthroughSliceAndCacheResults) {
   Compiled c(R"(
 func.func @f(%x: tensor<?x100xf32>, %s: tensor<f32>, %p: index) -> (tensor<?x100xf32>, tensor<?x36xf32>, tensor<?x36xf32>) {
@@ -663,18 +645,6 @@ TEST(GroupCodegen, Aarch64AppleMachOObject) {
 }
 
 TEST(GroupCodegen, Errors) {
-  Parsed p(R"(
-func.func @f(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  %r = fmk.group "g" (%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
-  ^bb0(%a: tensor<?x64xf32>):
-    %y = fmk.rope %a at %q {num_heads = 4 : i64, head_dim = 8 : i64, theta = 1.0e+04 : f64, style = 1 : i32} : tensor<?x64xf32>
-    fmk.yield %y : tensor<?x64xf32>
-  }
-  return %r : tensor<?x64xf32>
-}
-)");
-  EXPECT_FALSE(p.module); // %q is undefined
-
   Parsed bad(R"(
 func.func @f(%x: tensor<?x64xf32>, %pos: index) -> tensor<?x64xf32> {
   %r = fmk.group "g" (%x, %pos) : (tensor<?x64xf32>, index) -> tensor<?x64xf32> {
