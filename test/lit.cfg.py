@@ -15,3 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%fm_src", config.fm_src_root))
 config.substitutions.append(("%examples", os.path.join(config.fm_src_root, "examples")))
 config.substitutions.append(("%python", config.python_numpy))
+
+import shutil
+if shutil.which("llvm-objdump", path=config.environment["PATH"]):
+    config.available_features.add("fm-objdump")

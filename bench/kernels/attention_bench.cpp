@@ -26,9 +26,8 @@ void BM_Attention(benchmark::State &state) {
   const bool int8 = state.range(2) != 0;
   const int threads = static_cast<int>(state.range(3));
   using fm::kernels::KernelIsa;
-  KernelIsa isa = state.range(4) < 0
-                      ? fm::kernels::kernelIsaBest()
-                      : static_cast<KernelIsa>(state.range(4));
+  KernelIsa isa = state.range(4) < 0 ? fm::kernels::kernelIsaBest()
+                                     : static_cast<KernelIsa>(state.range(4));
   if (isa == KernelIsa::Neon)
     isa = KernelIsa::Generic;
   if (!fm::kernels::kernelIsaAvailable(isa)) {

@@ -47,7 +47,8 @@ template <typename W> void BM_Matmul(benchmark::State &state) {
     return;
   }
   const int64_t weightBytes = N * K * static_cast<int64_t>(sizeof(W));
-  const int64_t copies = M == 1 ? (kColdBytes + weightBytes - 1) / weightBytes : 1;
+  const int64_t copies =
+      M == 1 ? (kColdBytes + weightBytes - 1) / weightBytes : 1;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<std::vector<W>> w(copies, std::vector<W>(N * K));
@@ -73,8 +74,8 @@ template <typename W> void BM_Matmul(benchmark::State &state) {
   }
   const double iterations = static_cast<double>(state.iterations());
   // Rates: printed as "GB=.../s" and "GFLOP=.../s".
-  state.counters["GB"] = benchmark::Counter(
-      iterations * weightBytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GB"] = benchmark::Counter(iterations * weightBytes / 1e9,
+                                            benchmark::Counter::kIsRate);
   state.counters["GFLOP"] = benchmark::Counter(
       iterations * 2.0 * M * N * K / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(fm::kernels::kernelIsaName(path));
@@ -83,9 +84,8 @@ template <typename W> void BM_Matmul(benchmark::State &state) {
 void shapes(benchmark::internal::Benchmark *b) {
   b->ArgNames({"M", "N", "K", "threads", "path"});
   for (int threads : {1, 2}) {
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{2048, 2048},
-                        {2048, 6656},
-                        {6656, 2048}})
+    for (auto [N, K] :
+         {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 6656}, {6656, 2048}})
       b->Args({1, N, K, threads, -1});
     b->Args({128, 2048, 2048, threads, -1});
   }

@@ -57,9 +57,8 @@ void attentionOn(KernelIsa isa, const AttentionArgs &a,
 }
 
 void attention(const AttentionArgs &a, fm::rt::ThreadPool *pool) {
-  static const KernelIsa isa = kernelIsaBest() == KernelIsa::Neon
-                                   ? KernelIsa::Generic
-                                   : kernelIsaBest();
+  static const KernelIsa isa =
+      kernelIsaBest() == KernelIsa::Neon ? KernelIsa::Generic : kernelIsaBest();
   attentionOn(isa, a, pool);
 }
 

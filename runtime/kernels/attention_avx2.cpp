@@ -15,8 +15,7 @@ struct Avx2Tag {
 
 } // namespace
 
-void attentionRangeAvx2(const AttentionArgs &args, int64_t begin,
-                        int64_t end) {
+void attentionRangeAvx2(const AttentionArgs &args, int64_t begin, int64_t end) {
   AttentionKernel<Avx2Tag>::range(args, begin, end);
 }
 

@@ -80,8 +80,7 @@ template <typename Tag> struct AttentionKernel {
     for (; b + 4 <= n; b += 4) {
       const T *k0 = k + b * rowStride, *k1 = k0 + rowStride,
               *k2 = k1 + rowStride, *k3 = k2 + rowStride;
-      float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {},
-            a3[kLanes] = {};
+      float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
       int64_t d = 0;
       for (; d + kLanes <= D; d += kLanes)
         for (int l = 0; l < kLanes; ++l) {
@@ -157,8 +156,8 @@ template <typename Tag> struct AttentionKernel {
   // Four rows per pass over out.
   template <typename T>
   static void accumulateVPlain(float *__restrict out, const float *p,
-                               const T *__restrict v, int64_t rowStride,
-                               int n, int64_t D) {
+                               const T *__restrict v, int64_t rowStride, int n,
+                               int64_t D) {
     int b = 0;
     for (; b + 4 <= n; b += 4) {
       const T *v0 = v + b * rowStride, *v1 = v0 + rowStride,
@@ -308,8 +307,7 @@ template <typename Tag> struct AttentionKernel {
         float *out = a.out + (s * a.H + h0 + hh) * D;
         scores(q, kBlockRows, rowStride, n, D, scoreScale, p);
         float blockMax = maxOf(p, n);
-        float newMax =
-            runningMax[hh] < blockMax ? blockMax : runningMax[hh];
+        float newMax = runningMax[hh] < blockMax ? blockMax : runningMax[hh];
         // Rescales what was accumulated under the old maximum (nothing,
         // on the first block: e^-inf = 0).
         float correction = expNonPositive(runningMax[hh] - newMax);

@@ -56,7 +56,8 @@ void run(detail::MatmulRangeFn<W> range, const float *x, int64_t M, int64_t K,
         y[i] = 0.0f;
     return;
   }
-  bool parallel = pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
+  bool parallel =
+      pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
   if (M == 1) {
     if (!parallel) {
       range(x, K, w, y, N, 0, 1, 0, N, accumulate);

@@ -9,6 +9,7 @@
 
 namespace fm::kernels::detail {
 namespace neon {
+namespace {
 
 struct V {
   using Reg = float32x4_t;
@@ -42,6 +43,7 @@ struct V {
   static void prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
 };
 
+} // namespace
 } // namespace neon
 
 const MatmulIsa kMatmulNeon = {&matmulRange<neon::V, float>,

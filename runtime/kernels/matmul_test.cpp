@@ -34,8 +34,8 @@ uint16_t randomHalf(std::mt19937 &rng) {
     return sign | static_cast<uint16_t>(rng() % 0x400); // subnormal or 0
   default:
     // Exponents 10..16: magnitudes in [2^-5, 4).
-    return sign | static_cast<uint16_t>((10 + rng() % 7) << 10 |
-                                        (rng() % 0x400));
+    return sign |
+           static_cast<uint16_t>((10 + rng() % 7) << 10 | (rng() % 0x400));
   }
 }
 

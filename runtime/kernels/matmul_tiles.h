@@ -97,8 +97,8 @@ void matmulTile(const float *x, int64_t ldx, const W *w, int64_t ldw,
 
 template <typename W>
 using MatmulTileFn = void (*)(const float *x, int64_t ldx, const W *w,
-                              int64_t ldw, int64_t kLen, float *y,
-                              int64_t ldy, bool add);
+                              int64_t ldw, int64_t kLen, float *y, int64_t ldy,
+                              bool add);
 
 /// The tiles for every edge shape: kTable[(mr - 1) * NR + (nr - 1)] is the
 /// mr x nr tile, mr in [1, MR], nr in [1, NR].
@@ -109,9 +109,7 @@ struct MatmulTileTable {
         &matmulTile<V, I / NR + 1, I % NR + 1, Prefetch, W>...};
   };
   template <int N, int... I> struct Seq : Seq<N - 1, N - 1, I...> {};
-  template <int... I> struct Seq<0, I...> {
-    using Type = Build<I...>;
-  };
+  template <int... I> struct Seq<0, I...> { using Type = Build<I...>; };
   static MatmulTileFn<W> get(int64_t mr, int64_t nr) {
     return Seq<MR * NR>::Type::kTable[(mr - 1) * NR + (nr - 1)];
   }

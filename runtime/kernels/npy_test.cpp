@@ -47,7 +47,8 @@ TEST(Npy, WritesMatrix) {
       << header;
   size_t offset = 10 + header.size();
   ASSERT_EQ(bytes.size(), offset + data.size() * 4);
-  EXPECT_EQ(std::memcmp(bytes.data() + offset, data.data(), data.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(bytes.data() + offset, data.data(), data.size() * 4),
+            0);
   std::remove(path.c_str());
 }
 

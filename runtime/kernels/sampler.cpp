@@ -146,8 +146,7 @@ int64_t Sampler::selectNucleusSuperset(const float *logits, int64_t vocab,
   return static_cast<int64_t>(candidates_.size());
 }
 
-int32_t Sampler::sampleAll(const float *logits, int64_t vocab,
-                           float maxLogit) {
+int32_t Sampler::sampleAll(const float *logits, int64_t vocab, float maxLogit) {
   const float invTemperature = 1.0f / temperature_;
   probs_.resize(static_cast<size_t>(vocab));
   blockSums_.resize(static_cast<size_t>((vocab + kDrawBlock - 1) / kDrawBlock));
@@ -173,26 +172,37 @@ int32_t Sampler::sampleAll(const float *logits, int64_t vocab,
     blockSums_[block] = sum;
     total += sum;
   }
+  // Find the block, then the token. Rounding can leave u just past the
+  // last block with mass; the draw then takes that block's last token with
+  // mass, never one of probability 0.
   const double u = uniform() * total;
   double cumulative = 0.0;
-  int64_t block = 0;
+  int64_t block = -1, lastWithMass = 0;
   const int64_t blocks = static_cast<int64_t>(blockSums_.size());
-  for (; block < blocks - 1; ++block) {
-    if (u < cumulative + blockSums_[block])
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (!(blockSums_[b] > 0.0f))
+      continue;
+    lastWithMass = b;
+    if (u < cumulative + blockSums_[b]) {
+      block = b;
       break;
-    cumulative += blockSums_[block];
+    }
+    cumulative += blockSums_[b];
   }
+  if (block < 0)
+    block = lastWithMass;
   const int64_t b0 = block * kDrawBlock;
   const int64_t b1 = std::min(vocab, b0 + kDrawBlock);
   int64_t last = b0;
   for (int64_t i = b0; i < b1; ++i) {
-    if (probs_[i] > 0.0f)
-      last = i;
+    if (!(probs_[i] > 0.0f))
+      continue;
+    last = i;
     cumulative += probs_[i];
     if (u < cumulative)
       return static_cast<int32_t>(i);
   }
-  return static_cast<int32_t>(last); // u at the very top, past rounding.
+  return static_cast<int32_t>(last);
 }
 
 int32_t Sampler::sample(const float *logits, int64_t vocab) {

@@ -35,8 +35,8 @@ std::vector<double> frequencies(Sampler &sampler,
                                 const std::vector<float> &logits, int draws) {
   std::vector<double> counts(logits.size(), 0.0);
   for (int i = 0; i < draws; ++i)
-    counts[sampler.sample(logits.data(), static_cast<int64_t>(logits.size()))] +=
-        1.0;
+    counts[sampler.sample(logits.data(),
+                          static_cast<int64_t>(logits.size()))] += 1.0;
   for (double &c : counts)
     c /= draws;
   return counts;
@@ -103,6 +103,21 @@ TEST(Sampler, FrequenciesFollowProbabilities) {
     EXPECT_NEAR(f[i], probs[i], 0.015) << "token " << i;
 }
 
+TEST(Sampler, FrequenciesAcrossLargeVocabulary) {
+  // Mass on three tokens in different blocks of the full-vocabulary draw;
+  // the rest have probability 0 and must never come up.
+  std::vector<float> logits(1000, -1e30f);
+  logits[5] = 0.0f;
+  logits[300] = std::log(2.0f);
+  logits[999] = std::log(3.0f);
+  Sampler sampler(1.0f, 0, 1.0f, 47);
+  std::vector<double> f = frequencies(sampler, logits, 30000);
+  EXPECT_NEAR(f[5], 1.0 / 6.0, 0.015);
+  EXPECT_NEAR(f[300], 2.0 / 6.0, 0.015);
+  EXPECT_NEAR(f[999], 3.0 / 6.0, 0.015);
+  EXPECT_DOUBLE_EQ(f[5] + f[300] + f[999], 1.0);
+}
+
 TEST(Sampler, TemperatureSharpens) {
   // T = 0.5 squares the probabilities: 1:4:9:16 over 30.
   std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
@@ -133,7 +148,7 @@ TEST(Sampler, TopPKeepsSmallestPrefix) {
 }
 
 TEST(Sampler, TopPOverLargeVocabularyDrawsOnlyFromNucleus) {
-  // A nucleus of several hundred tokens, past the first sorted chunk.
+  // A nucleus of thousands of tokens out of 50000.
   const int64_t vocab = 50000;
   std::vector<float> logits = randomLogits(vocab, 99, 2.0f);
   const float topP = 0.7f;
@@ -155,15 +170,18 @@ TEST(Sampler, TopPOverLargeVocabularyDrawsOnlyFromNucleus) {
   }
   nucleus.insert(order[nucleus.size()]); // Slack for rounding at the edge.
   ASSERT_GT(nucleus.size(), 64u);
-  std::printf("nucleus %zu\n", nucleus.size());
   Sampler sampler(1.0f, 0, topP, 46);
-  std::set<int32_t> seen;
-  for (int i = 0; i < 3000; ++i) {
+  std::vector<int64_t> rank(vocab);
+  for (int64_t r = 0; r < vocab; ++r)
+    rank[order[r]] = r;
+  int64_t deepest = 0;
+  for (int i = 0; i < 1000; ++i) {
     int32_t id = sampler.sample(logits.data(), vocab);
     ASSERT_TRUE(nucleus.count(id)) << "token " << id << " is outside top-p";
-    seen.insert(id);
+    deepest = std::max(deepest, rank[id]);
   }
-  EXPECT_GT(seen.size(), nucleus.size() / 4);
+  // Draws reach the far end of the nucleus, not only a sorted first chunk.
+  EXPECT_GT(deepest, static_cast<int64_t>(nucleus.size()) / 2);
 }
 
 } // namespace

@@ -54,7 +54,8 @@ struct Simd {
   }
 
   static float sum(Reg a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 s =
+        _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
@@ -62,8 +63,8 @@ struct Simd {
   /// out[i] = horizontal sum of r[i], i < 4.
   static void sum4(const Reg *r, float *out) {
     // Per 128-bit half: [r0, r1, r2, r3] partial sums; then fold the halves.
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(r[0], r[1]),
-                              _mm256_hadd_ps(r[2], r[3]));
+    __m256 t =
+        _mm256_hadd_ps(_mm256_hadd_ps(r[0], r[1]), _mm256_hadd_ps(r[2], r[3]));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t),
                                   _mm256_extractf128_ps(t, 1)));
   }

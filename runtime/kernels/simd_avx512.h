@@ -68,8 +68,9 @@ struct Simd {
                               _mm512_unpackhi_ps(r[0], r[1]));
     __m512 t1 = _mm512_add_ps(_mm512_unpacklo_ps(r[2], r[3]),
                               _mm512_unpackhi_ps(r[2], r[3]));
-    __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 u =
+        _mm512_add_ps(_mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)),
+                      _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)));
     __m256 h = _mm256_add_ps(
         _mm512_castps512_ps256(u),
         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)));

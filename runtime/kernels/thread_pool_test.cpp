@@ -100,9 +100,8 @@ TEST(ThreadPool, NestedCallsRunInline) {
   std::atomic<int64_t> total{0};
   pool.parallelFor(4, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      pool.parallelFor(10, [&](int64_t b, int64_t e) {
-        total.fetch_add(e - b);
-      });
+      pool.parallelFor(10,
+                       [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
   });
   EXPECT_EQ(total.load(), 40);
 }

@@ -74,13 +74,20 @@ std::string dtypeName(fa::DType dtype) {
 namespace {
 
 using u64 = uint64_t;
-using u128 = unsigned __int128;
 
 // Caches and arenas are allocated from these counts; anything larger is a
 // corrupt file, not a model (and would overflow size_t arithmetic).
 constexpr u64 kMaxFloats = u64(1) << 44;
 
 u64 align64(u64 x) { return (x + kDataAlignment - 1) & ~(kDataAlignment - 1); }
+
+// Saturating arithmetic: a sum or product that does not fit is UINT64_MAX,
+// which every bound below rejects (portable where __int128 is not).
+constexpr u64 kSaturated = ~u64(0);
+u64 satAdd(u64 a, u64 b) { return a > kSaturated - b ? kSaturated : a + b; }
+u64 satMul(u64 a, u64 b) {
+  return a != 0 && b > kSaturated / a ? kSaturated : a * b;
+}
 
 std::string quoted(const flatbuffers::String *s) {
   return s ? "'" + s->str() + "'" : std::string("''");
@@ -100,8 +107,8 @@ std::string shapeString(const flatbuffers::Vector<int64_t> *shape) {
 }
 
 // One past the last float a `rows`-row buffer touches.
-u128 bufferEnd(const fa::BufferRef &b, u64 rows) {
-  return u128(b.offset()) + u128(rows - 1) * b.stride() + b.width();
+u64 bufferEnd(const fa::BufferRef &b, u64 rows) {
+  return satAdd(satAdd(b.offset(), satMul(rows - 1, b.stride())), b.width());
 }
 
 // Whether two buffers may share a float. Exact for disjoint spans and for
@@ -110,7 +117,7 @@ bool mayOverlap(const fa::BufferRef &a, u64 rowsA, const fa::BufferRef &b,
                 u64 rowsB) {
   if (a.width() == 0 || b.width() == 0)
     return false;
-  u128 endA = bufferEnd(a, rowsA), endB = bufferEnd(b, rowsB);
+  u64 endA = bufferEnd(a, rowsA), endB = bufferEnd(b, rowsB);
   if (endA <= b.offset() || endB <= a.offset())
     return false;
   if (rowsA <= 1 && rowsB <= 1)
@@ -152,11 +159,11 @@ private:
     if (rows > 1 && b.width() > b.stride())
       return std::string(what) + " buffer " + describe(b) +
              ": width exceeds stride";
-    u128 end = bufferEnd(b, rows);
+    u64 end = bufferEnd(b, rows);
     if (end > arenaFloats_)
       return std::string(what) + " buffer " + describe(b) + " with " +
              std::to_string(rows) + (rows == 1 ? " row" : " rows") +
-             " ends at float " + std::to_string(static_cast<u64>(end)) +
+             " ends at float " + std::to_string(end) +
              ", past the arena of " + std::to_string(arenaFloats_) + " floats";
     return {};
   }
@@ -236,13 +243,13 @@ Status Checker::checkWeights() {
     u64 elemSize = dtypeSize(w->dtype());
     if (elemSize == 0)
       return fail(where, "unknown " + dtypeName(w->dtype()));
-    u128 elements = 1;
+    u64 elements = 1;
     for (int64_t dim : *w->shape()) {
       if (dim < 0)
         return fail(where, "shape " + shapeString(w->shape()) +
                                " has a negative dimension");
-      elements *= static_cast<u64>(dim);
-      if (elements > (u128(1) << 62))
+      elements = satMul(elements, static_cast<u64>(dim));
+      if (elements > (u64(1) << 62))
         return fail(where, "shape " + shapeString(w->shape()) + " is too large");
     }
     if (w->offset() % kDataAlignment != 0)
@@ -250,17 +257,16 @@ Status Checker::checkWeights() {
                              " is not a multiple of 64");
     if (w->offset() > dataSize_ || w->size() > dataSize_ - w->offset())
       return fail(where, "bytes [" + std::to_string(w->offset()) + ", " +
-                             std::to_string(static_cast<u64>(
-                                 u128(w->offset()) + w->size())) +
+                             std::to_string(satAdd(w->offset(), w->size())) +
                              ") lie outside the data section (" +
                              std::to_string(dataSize_) + " bytes)");
-    u128 expected = elements * elemSize;
+    u64 expected = elements * elemSize; // < 2^62 * 4
     if (expected != w->size())
       return fail(where, "size " + std::to_string(w->size()) +
                              " bytes does not match shape " +
                              shapeString(w->shape()) + " of " +
                              dtypeName(w->dtype()) + " (" +
-                             std::to_string(static_cast<u64>(expected)) +
+                             std::to_string(expected) +
                              " bytes)");
   }
   return Status::ok();
@@ -279,10 +285,11 @@ Status Checker::checkCaches() {
                              std::to_string(c->kv_heads()) + ", " +
                              std::to_string(c->head_dim()) + ", " +
                              std::to_string(c->capacity()) + ")");
-    u128 floats = u128(c->slots()) * 2 * c->capacity() * c->kv_heads() *
-                  c->head_dim();
+    u64 floats = satMul(satMul(satMul(satMul(c->slots(), 2), c->capacity()),
+                               c->kv_heads()),
+                        c->head_dim());
     if (floats > kMaxFloats)
-      return fail(where, "needs " + std::to_string(static_cast<u64>(floats)) +
+      return fail(where, "needs " + std::to_string(floats) +
                              " floats, more than this runtime allocates");
   }
   return Status::ok();
@@ -349,7 +356,7 @@ Status Checker::checkCommand(const fa::Program &program,
     const fa::MatMul &op = *command.op_as_MatMul();
     if (op.weights()->size() == 0)
       return fail(where, "matmul has no weights");
-    u128 totalRows = 0;
+    u64 totalRows = 0;
     fa::DType dtype = fa::DType::F32;
     for (flatbuffers::uoffset_t j = 0; j < op.weights()->size(); ++j) {
       uint32_t index = op.weights()->Get(j);
@@ -369,11 +376,11 @@ Status Checker::checkCommand(const fa::Program &program,
                                shapeString(w->shape()) + ", expected [rows, " +
                                std::to_string(op.k()) + "] (k = " +
                                std::to_string(op.k()) + ")");
-      totalRows += static_cast<u64>(w->shape()->Get(0));
+      totalRows = satAdd(totalRows, static_cast<u64>(w->shape()->Get(0)));
     }
     if (totalRows != op.n())
       return fail(where, "the weights have " +
-                             std::to_string(static_cast<u64>(totalRows)) +
+                             std::to_string(totalRows) +
                              " rows in all but n is " + std::to_string(op.n()));
     if (op.x()->width() != op.k())
       return fail(where, "x width " + std::to_string(op.x()->width()) +
@@ -603,8 +610,7 @@ Status Artifact::verify(const Options &options) {
   if (dataSize_ > 0 &&
       (dataStart > size_ || dataSize_ > size_ - dataStart))
     return Status::error(n + ": truncated: data section ends at " +
-                         std::to_string(static_cast<u64>(u128(dataStart) +
-                                                         dataSize_)) +
+                         std::to_string(satAdd(dataStart, dataSize_)) +
                          " but the file has " + std::to_string(size_) +
                          " bytes");
   data_ = base_ + (dataStart <= size_ ? dataStart : size_);

@@ -121,12 +121,12 @@ Status Executor::build(const Artifact &artifact,
   auto cacheK = [&](uint32_t cache, uint32_t slot) {
     const fa::KvCache *c = caches->Get(cache);
     uint64_t part = uint64_t(c->capacity()) * c->kv_heads() * c->head_dim();
-    return caches_[cache].data() + 2 * slot * part;
+    return caches_[cache].data() + 2 * uint64_t(slot) * part;
   };
   auto cacheV = [&](uint32_t cache, uint32_t slot) {
     const fa::KvCache *c = caches->Get(cache);
     uint64_t part = uint64_t(c->capacity()) * c->kv_heads() * c->head_dim();
-    return caches_[cache].data() + (2 * slot + 1) * part;
+    return caches_[cache].data() + (2 * uint64_t(slot) + 1) * part;
   };
 
   // One arena serves every program: programs share nothing through it.

@@ -53,11 +53,19 @@ bool writeNpyF32(const std::string &path, const float *data,
 
   std::FILE *file = std::fopen(path.c_str(), "wb");
   if (!file)
-    return fail(error, "cannot open " + path + " for writing: " +
-                           std::strerror(errno));
-  unsigned char preamble[prefix] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                    static_cast<unsigned char>(header.size()),
-                                    static_cast<unsigned char>(header.size() >> 8)};
+    return fail(error, "cannot open " + path +
+                           " for writing: " + std::strerror(errno));
+  unsigned char preamble[prefix] = {
+      0x93,
+      'N',
+      'U',
+      'M',
+      'P',
+      'Y',
+      1,
+      0,
+      static_cast<unsigned char>(header.size()),
+      static_cast<unsigned char>(header.size() >> 8)};
   bool ok = std::fwrite(preamble, 1, prefix, file) == prefix &&
             std::fwrite(header.data(), 1, header.size(), file) == header.size();
   if (ok && count > 0) {
@@ -78,8 +86,8 @@ bool writeNpyF32(const std::string &path, const float *data,
     writeErrno = errno;
   }
   if (!ok)
-    return fail(error, "cannot write " + path + ": " +
-                           std::strerror(writeErrno));
+    return fail(error,
+                "cannot write " + path + ": " + std::strerror(writeErrno));
   return true;
 }
 

@@ -17,10 +17,9 @@ namespace fm::rt {
 /// is free. The referenced callable must outlive the call it is passed to.
 class RangeFn {
 public:
-  template <typename F,
-            typename = std::enable_if_t<
-                !std::is_same_v<std::remove_cv_t<std::remove_reference_t<F>>,
-                                RangeFn>>>
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<
+                            std::remove_cv_t<std::remove_reference_t<F>>,
+                            RangeFn>>>
   RangeFn(F &&f) // NOLINT(google-explicit-constructor): used like a lambda.
       : obj_(const_cast<void *>(static_cast<const void *>(&f))),
         call_([](void *obj, int64_t begin, int64_t end) {

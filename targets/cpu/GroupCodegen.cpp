@@ -25,6 +25,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -300,7 +301,14 @@ compileGroups(ModuleOp module, const CpuTarget &target,
   exe.format = resolved->format;
   exe.triple = resolved->triple;
   exe.cpu = resolved->cpu;
-  module.walk([&](fmk::GroupOp group) { exe.functions.push_back(entrySymbol(group)); });
+  llvm::StringSet<> seen;
+  unsigned numGroups = 0;
+  module.walk([&](fmk::GroupOp group) {
+    ++numGroups;
+    std::string entry = entrySymbol(group);
+    if (seen.insert(entry).second)
+      exe.functions.push_back(entry);
+  });
 
   OwningOpRef<ModuleOp> kernels = buildGroupKernels(module);
   if (!kernels)
@@ -315,8 +323,8 @@ compileGroups(ModuleOp module, const CpuTarget &target,
     entries.push_back({fn.getSymName().str(),
                        fn->getAttrOfType<StringAttr>("fmk.entry").str(),
                        unsigned(fn->getAttrOfType<IntegerAttr>("fmk.num_pointers").getInt())});
-  report("built " + llvm::Twine(entries.size()) + " kernels for " +
-         llvm::Twine(exe.functions.size()) + " groups");
+  report("built " + llvm::Twine(entries.size()) + " kernels for " + llvm::Twine(numGroups) +
+         " groups");
 
   if (failed(lowerToLLVMDialect(*kernels)))
     return failure("lowering to the LLVM dialect");

@@ -29,8 +29,10 @@ struct CompiledExecutable {
   /// object (to be linked on the Apple side).
   std::string format;
   std::string triple, cpu;
-  /// The entry symbol of each group, in module walk order (without the
-  /// Mach-O leading underscore).
+  /// The entry symbol of each distinct kernel name, in module walk order of
+  /// the first group that has it (fm-fuse gives structurally equal groups
+  /// the same kernel name; they share one function). Without the Mach-O
+  /// leading underscore.
   std::vector<std::string> functions;
   std::vector<uint8_t> image;
 };

@@ -15,7 +15,9 @@
 //     op reads an input row, so that a result buffer may alias an input
 //     buffer; otherwise it is copied at the end of the row.
 // The loops are scalar: LLVM's loop vectorizer widens them for the target
-// (the reductions carry fastmath<reassoc> so that it may).
+// (the reductions carry fastmath<reassoc> so that it may). Sums of squares
+// and RoPE rotations also carry `contract`, so they become FMAs where the
+// target has them (arith has no other way to ask for fusion).
 #include "targets/cpu/GroupCodegen.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,6 +44,9 @@ using namespace mlir;
 
 namespace fm::cpu {
 namespace {
+
+constexpr arith::FastMathFlags kSumFlags =
+    arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
 /// Attributes that GroupCodegen.cpp reads back from the kernels.
 constexpr llvm::StringLiteral kEntryAttr = "fmk.entry";
@@ -129,7 +134,7 @@ private:
         b, loc, idx(0), idx(n), idx(1), ValueRange{f32(0.0)},
         [&](OpBuilder &, Location, Value j, ValueRange acc) {
           Value t = term(j);
-          Value next = arith::AddFOp::create(b, loc, acc[0], t, arith::FastMathFlags::reassoc);
+          Value next = arith::AddFOp::create(b, loc, acc[0], t, kSumFlags);
           scf::YieldOp::create(b, loc, next);
         });
     return forOp.getResult(0);
@@ -151,9 +156,10 @@ private:
       memref::StoreOp::create(b, loc, v, ref.mem, ValueRange{col});
   }
   Value weight(Value w, Value j) { return memref::LoadOp::create(b, loc, w, ValueRange{j}); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  using FMF = arith::FastMathFlags;
+  Value mul(Value x, Value y, FMF fmf = FMF::none) { return arith::MulFOp::create(b, loc, x, y, fmf); }
+  Value add(Value x, Value y, FMF fmf = FMF::none) { return arith::AddFOp::create(b, loc, x, y, fmf); }
+  Value sub(Value x, Value y, FMF fmf = FMF::none) { return arith::SubFOp::create(b, loc, x, y, fmf); }
   /// 1 / sqrt(sum / n + eps)
   Value invRms(Value sumSq, int64_t n, double eps) {
     Value mean = arith::DivFOp::create(b, loc, sumSq, f32(double(n)));
@@ -419,7 +425,7 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
           return failure();
         Value inv = invRms(sum(w, [&](Value j) {
                              Value xj = load(*x, j);
-                             return mul(xj, xj);
+                             return mul(xj, xj, FMF::contract);
                            }),
                            w, op.getEps().convertToDouble());
         RowRef y = out(op.getResult());
@@ -510,8 +516,9 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
             }
             Value a = load(*x, ia), bb = load(*x, ib);
             Value c = load(cosRow, i), s = load(sinRow, i);
-            store(sub(mul(a, c), mul(bb, s)), y, ia);
-            store(add(mul(bb, c), mul(a, s)), y, ib);
+            auto fc = FMF::contract;
+            store(sub(mul(a, c, fc), mul(bb, s, fc), fc), y, ia);
+            store(add(mul(bb, c, fc), mul(a, s, fc), fc), y, ib);
           });
         });
         rows[op.getResult()] = y;
@@ -534,7 +541,7 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
           auto at = [&](Value i) { return arith::AddIOp::create(b, loc, base, i).getResult(); };
           Value inv = invRms(sum(hd, [&](Value i) {
                                Value v = load(xh, at(i));
-                               return mul(v, v);
+                               return mul(v, v, FMF::contract);
                              }),
                              hd, eps);
           loop(hd, [&](Value i) {

@@ -2,6 +2,7 @@
 #include "dialects/fm/IR/FmDialect.h"
 #include "dialects/fmk/IR/FmkDialect.h"
 #include "passes/Passes.h"
+#include "targets/cpu/GroupCodegen.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -12,6 +13,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::fm::FmDialect, mlir::fmk::FmkDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   mlir::fm::registerFmPassesAndPipelines();
+  fm::cpu::registerCpuTargetPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "fm optimizer driver\n", registry));
 }

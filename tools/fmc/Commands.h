@@ -30,6 +30,7 @@ struct InspectArgs {
   std::string artifact;
   bool json = false;
   bool verifyHash = false;
+  std::string extractExecutable; // write the generated code here
 };
 int runInspect(const InspectArgs &args);
 

@@ -161,6 +161,23 @@ int runInspect(const InspectArgs &args) {
     return 1;
   }
   const fa::Artifact &root = (*art)->root();
+  if (!args.extractExecutable.empty()) {
+    if (!root.executable()) {
+      llvm::WithColor::error(llvm::errs(), "fmc")
+          << args.artifact << " has no executable\n";
+      return 1;
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream out(args.extractExecutable, ec);
+    if (ec) {
+      llvm::WithColor::error(llvm::errs(), "fmc")
+          << "cannot write " << args.extractExecutable << ": " << ec.message()
+          << "\n";
+      return 1;
+    }
+    const auto *img = root.executable()->image();
+    out.write(reinterpret_cast<const char *>(img->data()), img->size());
+  }
   uint64_t kvPerToken = 0;
   for (const fa::KvCache *c : *root.caches())
     kvPerToken += 2ull * c->slots() * c->kv_heads() * c->head_dim() *

@@ -57,6 +57,9 @@ int main(int argc, char **argv) {
   inspectCmd->add_flag("--json", insp.json, "print JSON");
   inspectCmd->add_flag("--verify-hash", insp.verifyHash,
                        "also check the content hash of the weights");
+  inspectCmd->add_option("--extract-executable", insp.extractExecutable,
+                         "write the generated code (shared object or object "
+                         "file) to this file");
 
   CLI11_PARSE(app, argc, argv);
   if (importCmd->parsed())

@@ -139,7 +139,7 @@ TEST(Loader, Weights) {
               b.overrideWeightOffset(m.W, 0xffffffffffffffc0ull);
             })),
             "model.fmb: weight 1 ('lm_head.weight'): bytes [18446744073709551552, "
-            "0) lie outside the data section (128 bytes)");
+            "18446744073709551615) lie outside the data section (128 bytes)");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
               b.overrideWeightSize(m.W, 32);
             })),
