@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache git
-  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 clang-22
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 clang-22 libclang-rt-22-dev
   libflatbuffers-dev flatbuffers-compiler libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev

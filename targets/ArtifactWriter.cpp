@@ -33,7 +33,7 @@ constexpr uint64_t kAlign = 64;
 uint64_t alignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 struct Fnv1a {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull; // FNV-1a 64 offset basis
   void update(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; ++i) {
       h ^= p[i];

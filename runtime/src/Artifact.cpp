@@ -238,7 +238,10 @@ Status Checker::checkWeights() {
     // FlatBuffers 2.0's verifier checks a vector's length field for 4-byte
     // alignment, not its 8-byte elements: a crafted file could make every
     // later read of the shape a misaligned load.
-    if (reinterpret_cast<uintptr_t>(w->shape()->data()) % alignof(int64_t) != 0)
+    // (An empty shape has no elements to read, and FlatBufferBuilder does
+    // not align it.)
+    if (w->shape()->size() > 0 &&
+        reinterpret_cast<uintptr_t>(w->shape()->data()) % alignof(int64_t) != 0)
       return fail(where, "corrupt: the shape is not 8-byte aligned");
     u64 elemSize = dtypeSize(w->dtype());
     if (elemSize == 0)

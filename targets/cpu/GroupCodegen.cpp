@@ -292,7 +292,7 @@ compileGroups(ModuleOp module, const CpuTarget &target,
       os << "\n  note: " << note;
     return success();
   });
-  auto failure = [&](llvm::StringRef stage) {
+  auto fail = [&](llvm::StringRef stage) {
     return error("cannot compile the groups for " + target.cpu + " (" + stage + ")" +
                  (diagnostics.empty() ? "" : ":\n" + diagnostics));
   };
@@ -312,7 +312,7 @@ compileGroups(ModuleOp module, const CpuTarget &target,
 
   OwningOpRef<ModuleOp> kernels = buildGroupKernels(module);
   if (!kernels)
-    return failure("building the kernels");
+    return fail("building the kernels");
   // The entry of each kernel, read before the func ops are converted.
   struct Entry {
     std::string kernel, entry;
@@ -321,20 +321,20 @@ compileGroups(ModuleOp module, const CpuTarget &target,
   std::vector<Entry> entries;
   for (auto fn : kernels->getOps<func::FuncOp>())
     entries.push_back({fn.getSymName().str(),
-                       fn->getAttrOfType<StringAttr>("fmk.entry").str(),
-                       unsigned(fn->getAttrOfType<IntegerAttr>("fmk.num_pointers").getInt())});
+                       fn->getAttrOfType<StringAttr>(kKernelEntryAttr).str(),
+                       unsigned(fn->getAttrOfType<IntegerAttr>(kKernelPointersAttr).getInt())});
   report("built " + llvm::Twine(entries.size()) + " kernels for " + llvm::Twine(numGroups) +
          " groups");
 
   if (failed(lowerToLLVMDialect(*kernels)))
-    return failure("lowering to the LLVM dialect");
+    return fail("lowering to the LLVM dialect");
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*kernels, llvmContext, "fmk_groups");
   if (!llvmModule)
-    return failure("translating to LLVM IR");
+    return fail("translating to LLVM IR");
   report("lowered to LLVM IR");
 
   initializeTargets();
@@ -376,15 +376,17 @@ compileGroups(ModuleOp module, const CpuTarget &target,
     return object.takeError();
   report("emitted a " + llvm::Twine(object->size()) + "-byte object");
 
-  if (exe.format == "macho-o") {
+  if (exe.format == "elf-so") {
+    auto so = linkSharedObject(*object);
+    if (!so)
+      return so.takeError();
+    exe.image = std::move(*so);
+    report("linked a " + llvm::Twine(exe.image.size()) + "-byte shared object");
+  } else {
     exe.image = std::move(*object);
-    return exe;
   }
-  auto so = linkSharedObject(*object);
-  if (!so)
-    return so.takeError();
-  exe.image = std::move(*so);
-  report("linked a " + llvm::Twine(exe.image.size()) + "-byte shared object");
+  last = start;
+  report("compiled " + llvm::Twine(exe.functions.size()) + " kernels for " + exe.triple);
   return exe;
 }
 

@@ -62,14 +62,22 @@ std::vector<GroupArg> groupAbi(mlir::fmk::GroupOp group);
 /// position pos + r.
 std::string entrySymbol(mlir::fmk::GroupOp group);
 
-/// Builds one func.func per group (scf/arith/math/memref, rank-0 memref<f32>
-/// pointer arguments in groupAbi order, then rows and pos) in a new module.
-/// Returns null after emitting a diagnostic on the offending group.
+/// Attributes of a built kernel: its entry symbol and its pointer count.
+inline constexpr llvm::StringLiteral kKernelEntryAttr = "fmk.entry";
+inline constexpr llvm::StringLiteral kKernelPointersAttr = "fmk.num_pointers";
+
+/// Builds one func.func per distinct kernel name, `fmk_<kernel>_rows`
+/// (scf/arith/math/memref; rank-0 memref<f32> pointer arguments in groupAbi
+/// order, then rows and pos), in a new module in the same context. Returns
+/// null after emitting a diagnostic on the offending op.
 mlir::OwningOpRef<mlir::ModuleOp> buildGroupKernels(mlir::ModuleOp module);
 
 /// Generates, optimizes (LLVM O3) and compiles all groups of `module` for
-/// `target`; for ELF targets links a shared object with ld.lld. `progress`
-/// (optional) receives one line per stage.
+/// `target`; for ELF targets links a shared object with ld.lld (ld.lld-22 or
+/// ld.lld on PATH, else /usr/lib/llvm-22/bin/ld.lld) on temporary files.
+/// `progress` (optional) receives one "cpu: ..." line per stage. The image
+/// leaves cos/sin/sincos (RoPE, f64) and possibly memcpy undefined: the
+/// loading process provides them (libm/libc; libSystem on macOS).
 llvm::Expected<CompiledExecutable>
 compileGroups(mlir::ModuleOp module, const CpuTarget &target,
               const std::function<void(llvm::StringRef)> &progress = {});

@@ -37,7 +37,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace mlir;
@@ -48,9 +50,6 @@ namespace {
 constexpr arith::FastMathFlags kSumFlags =
     arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
-/// Attributes that GroupCodegen.cpp reads back from the kernels.
-constexpr llvm::StringLiteral kEntryAttr = "fmk.entry";
-constexpr llvm::StringLiteral kNumPointersAttr = "fmk.num_pointers";
 
 std::string sanitize(StringRef name) {
   std::string out;
@@ -174,7 +173,6 @@ private:
 
   // --- ops ---------------------------------------------------------------
   LogicalResult emit(Operation *op, unsigned opIndex);
-  Value weightOf(Value v) { return weights.lookup(v); }
 
   fmk::GroupOp group;
   ModuleState &state;
@@ -191,6 +189,10 @@ private:
   SmallVector<Value> resultMems, cacheMems;
   struct Scratch { Value mem; int64_t width; unsigned busyUntil; };
   SmallVector<Scratch> scratchRows;
+  /// RoPE cos/sin rows by (theta, head_dim): computed by the first RoPE of
+  /// a row, live until the last one.
+  std::map<std::pair<double, int64_t>, std::pair<RowRef, RowRef>> ropeTables;
+  std::map<std::pair<double, int64_t>, unsigned> lastRopeUse;
   Operation *allocaPoint = nullptr;
   Value rowsArg, posArg, row;
 };
@@ -258,6 +260,9 @@ LogicalResult KernelBuilder::planStorage() {
       lastInputRead = end;
     firstYield.try_emplace(v, k);
   }
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (auto rope = dyn_cast<fmk::RopeOp>(op))
+      lastRopeUse[{rope.getTheta().convertToDouble(), rope.getHeadDim()}] = i;
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (isa<fmk::SliceColsOp, fmk::CacheWriteOp>(op) || op->getNumResults() != 1)
       continue;
@@ -310,7 +315,7 @@ LogicalResult KernelBuilder::build() {
       return group.emitOpError() << "kernel names '" << seen->second << "' and '"
                                  << group.getKernel() << "' give the same symbol " << entry;
     auto other = state.symbols.lookup<func::FuncOp>(name);
-    if (!other || other->getAttrOfType<IntegerAttr>(kNumPointersAttr).getInt() !=
+    if (!other || other->getAttrOfType<IntegerAttr>(kKernelPointersAttr).getInt() !=
                       int64_t(abi.size()))
       return group.emitOpError() << "shares kernel '" << group.getKernel()
                                  << "' with a group of a different signature";
@@ -319,8 +324,8 @@ LogicalResult KernelBuilder::build() {
   b.setInsertionPointToEnd(state.kernels.getBody());
   auto fn = func::FuncOp::create(b, loc, name, FunctionType::get(ctx, argTypes, {}));
   state.symbols.insert(fn);
-  fn->setAttr(kEntryAttr, b.getStringAttr(entry));
-  fn->setAttr(kNumPointersAttr, b.getI64IntegerAttr(abi.size()));
+  fn->setAttr(kKernelEntryAttr, b.getStringAttr(entry));
+  fn->setAttr(kKernelPointersAttr, b.getI64IntegerAttr(abi.size()));
   b.setInsertionPointToStart(fn.addEntryBlock());
   rowsArg = fn.getArgument(abi.size());
   posArg = fn.getArgument(abi.size() + 1);
@@ -366,9 +371,7 @@ LogicalResult KernelBuilder::build() {
       break;
     }
   }
-  for (BlockArgument arg : body.getArguments())
-    if (arg.getType().isIndex())
-      weights[arg] = posArg; // every index input is the position
+  // Every index input is the position: RoPE and cache writes use posArg.
 
   // The row loop; scratch allocas go right before it.
   auto rowLoop = scf::ForOp::create(b, loc, idx(0), rowsArg, idx(1));
@@ -486,22 +489,29 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
         if (failed(x))
           return failure();
         bool interleaved = op.getStyle() == fmk::RopeStyle::interleaved;
-        memref::GlobalOp table = state.freqTable(loc, op.getTheta().convertToDouble(), hd);
-        Value freqs = memref::GetGlobalOp::create(b, loc, table.getType(), table.getSymName());
         // cos/sin of this row's angles, once per pair index, into two
-        // scratch rows (the head loop below then runs contiguously).
-        Value p = arith::AddIOp::create(b, loc, posArg, row);
-        Value pf = arith::SIToFPOp::create(
-            b, loc, b.getF64Type(), arith::IndexCastOp::create(b, loc, b.getI64Type(), p));
-        RowRef cosRow = scratch(half, opIndex, opIndex);
-        RowRef sinRow = scratch(half, opIndex, opIndex);
-        loop(half, [&](Value i) {
-          Value angle = arith::MulFOp::create(b, loc, pf, memref::LoadOp::create(b, loc, freqs, i));
-          Value c = arith::TruncFOp::create(b, loc, b.getF32Type(), math::CosOp::create(b, loc, angle));
-          Value s = arith::TruncFOp::create(b, loc, b.getF32Type(), math::SinOp::create(b, loc, angle));
-          store(c, cosRow, i);
-          store(s, sinRow, i);
-        });
+        // scratch rows (the head loop below then runs contiguously); shared
+        // by the group's RoPEs of equal theta and head_dim (q and k).
+        double theta = op.getTheta().convertToDouble();
+        auto [tables, fresh] = ropeTables.try_emplace({theta, hd});
+        if (fresh) {
+          memref::GlobalOp table = state.freqTable(loc, theta, hd);
+          Value freqs = memref::GetGlobalOp::create(b, loc, table.getType(), table.getSymName());
+          Value p = arith::AddIOp::create(b, loc, posArg, row);
+          Value pf = arith::SIToFPOp::create(
+              b, loc, b.getF64Type(), arith::IndexCastOp::create(b, loc, b.getI64Type(), p));
+          unsigned lastRope = lastRopeUse.at({theta, hd});
+          tables->second = {scratch(half, opIndex, lastRope), scratch(half, opIndex, lastRope)};
+          RowRef cosRow = tables->second.first, sinRow = tables->second.second;
+          loop(half, [&](Value i) {
+            Value angle = arith::MulFOp::create(b, loc, pf, memref::LoadOp::create(b, loc, freqs, i));
+            Value c = arith::TruncFOp::create(b, loc, b.getF32Type(), math::CosOp::create(b, loc, angle));
+            Value s = arith::TruncFOp::create(b, loc, b.getF32Type(), math::SinOp::create(b, loc, angle));
+            store(c, cosRow, i);
+            store(s, sinRow, i);
+          });
+        }
+        RowRef cosRow = tables->second.first, sinRow = tables->second.second;
         RowRef y = out(op.getResult());
         loop(heads, [&](Value h) {
           Value base = arith::MulIOp::create(b, loc, h, idx(hd));
@@ -584,8 +594,7 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
             break;
           n += isa<fmk::CacheWriteOp>(other);
         }
-        // Row pos + r of the slot: index it through a row ref whose row is
-        // the position.
+        // The slot's row is the position pos + r, not the loop row r.
         Value p = arith::AddIOp::create(b, loc, posArg, row);
         Value slot = cacheMems[n];
         loop(widthOf(op.getInput()), [&](Value j) {

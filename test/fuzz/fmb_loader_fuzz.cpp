@@ -2,13 +2,16 @@
 // crashing, and a model it accepts must run without touching memory outside
 // what it verified (ASan watches the executor's reads and writes).
 //
-// Build (see runtime/src/CMakeLists.txt for the generated header):
-//   clang++-22 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-//     -I runtime/include -I runtime -I BUILD/runtime/src/include \
-//     test/fuzz/fmb_loader_fuzz.cpp runtime/src/{Artifact,CpuExecutable,Executor,Runtime}.cpp \
-//     runtime/src/ThreadPool.cpp runtime/kernels/{attention,matmul,matmul_generic,sampler}.cpp \
-//     -o /tmp/fmb_fuzz
-//   /tmp/fmb_fuzz test/fuzz/corpus/fmb
+// Build (BUILD: a build dir, for its generated fm/fmb_generated.h; only the
+// generic kernels, so no ISA flags are needed):
+//   clang++-22 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined
+//     -I runtime/include -I runtime -I BUILD/runtime/src/include
+//     test/fuzz/fmb_loader_fuzz.cpp runtime/src/{Artifact,CpuExecutable,
+//     Executor,Runtime,ThreadPool}.cpp runtime/kernels/{attention,isa,matmul,
+//     matmul_generic,sampler}.cpp -o /tmp/fmb_fuzz
+//   /tmp/fmb_fuzz -max_total_time=60 test/fuzz/corpus/fmb
+// Seeds: FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test
+//   --gtest_filter=Loader.WriteCorpus
 #include "fm/runtime.h"
 
 #include <algorithm>

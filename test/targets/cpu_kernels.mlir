@@ -14,7 +14,7 @@
 // CHECK:         %[[SS:.*]] = scf.for %[[J:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
 // CHECK:           %[[V:.*]] = memref.load %[[XV]][%[[R]], %[[J]]] : memref<?x64xf32>
 // CHECK:           %[[SQ:.*]] = arith.mulf %[[V]], %[[V]]
-// CHECK:           arith.addf %[[ACC]], %[[SQ]] fastmath<reassoc>
+// CHECK:           arith.addf %[[ACC]], %[[SQ]] fastmath<reassoc,contract>
 // CHECK:         %[[MEAN:.*]] = arith.divf %[[SS]], %{{.*}} : f32
 // CHECK:         %[[VAR:.*]] = arith.addf %[[MEAN]], %{{.*}} : f32
 // CHECK:         %[[RMS:.*]] = math.sqrt %[[VAR]]
@@ -171,7 +171,7 @@ func.func @rope_i(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
 // CHECK:         scf.for %[[H:.*]] =
 // CHECK:           %[[HB:.*]] = arith.muli %[[H]], %[[C16]]
 // CHECK:           scf.for {{.*}} iter_args
-// CHECK:             arith.addf {{.*}} fastmath<reassoc>
+// CHECK:             arith.addf {{.*}} fastmath<reassoc,contract>
 // CHECK:           math.sqrt
 // CHECK:           scf.for %[[I:.*]] =
 // CHECK:             %[[COL:.*]] = arith.addi %[[HB]], %[[I]]

@@ -554,12 +554,18 @@ void TrackBlockOp::build(OpBuilder &b, OperationState &state, Value input,
 ParseResult TrackBlockOp::parse(OpAsmParser &parser, OperationState &result) {
   OpAsmParser::UnresolvedOperand input;
   Type type;
+  llvm::SMLoc attrLoc = parser.getCurrentLocation();
   if (parser.parseOperand(input) ||
       parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
       parser.parseType(type) ||
       parser.resolveOperand(input, type, result.operands))
     return failure();
   result.addTypes(type);
+  // The generic checks would only say the attribute is missing.
+  if (Attribute c = result.attributes.get("combine"); c && !isa<CombineAttr>(c))
+    return parser.emitError(attrLoc)
+           << "attribute 'combine' failed to satisfy constraint: how track "
+              "outputs are reduced (#fm<combine mean> or #fm<combine sum>)";
   while (succeeded(parser.parseOptionalKeyword("track"))) {
     SmallVector<OpAsmParser::Argument> args;
     if (parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren,
@@ -643,8 +649,8 @@ LogicalResult PatchEmbedOp::verify() {
   ArrayRef<int64_t> w = shapeOf(getWeight());
   int64_t p = (int64_t)getPatchSize();
   if (!cast<RankedTensorType>(getImage().getType()).hasStaticShape())
-    return emitOpError() << "patch_embed: the image must have a static shape, got '"
-                         << getImage().getType() << "'";
+    return emitOpError() << "patch_embed: the image must have a static shape, got "
+                         << getImage().getType();
   if (p <= 0)
     return emitOpError() << "patch_embed: patch size must be positive";
   if (w.size() != 4 || w[1] != img[0] || w[2] != p || w[3] != p)

@@ -562,6 +562,53 @@ TEST(GroupCodegen, SharedKernelNames) {
     EXPECT_TRUE(c.entry(g));
 }
 
+/// The decoder's QKV group: two head norms, two RoPEs sharing one cos/sin
+/// table, fake-quantized K and V written to the cache.
+TEST(GroupCodegen, QkvGroupOfDecoder) {
+  Compiled c(decoderModule(1, /*distinctNames=*/false));
+  Entry qkv = c.entry(1);
+  ASSERT_TRUE(qkv);
+  EXPECT_EQ(c.exe.functions[1], "fmk_qkv_entry");
+  const int64_t capacity = 40, hd = 16;
+  float scale = 0.03f;
+  for (int64_t rows : kRowCounts) {
+    int64_t pos = 21;
+    Rows x = randomRows(rows * 128, 41 + rows), w = randomRows(hd, 42, 0.5f, 1.5f);
+    Rows q(rows * 64, NAN), ck(capacity * 32, 0.0f), cv(capacity * 32, 0.0f);
+    void *args[] = {x.data(), w.data(), &scale, q.data(), ck.data(), cv.data()};
+    qkv(args, rows, pos);
+    std::vector<double> xq, xk;
+    for (int64_t r = 0; r < rows; ++r) {
+      xq.insert(xq.end(), x.begin() + r * 128, x.begin() + r * 128 + 64);
+      xk.insert(xk.end(), x.begin() + r * 128 + 64, x.begin() + r * 128 + 96);
+    }
+    auto wantQ = refRope(refHeadNorm(xq, w, 64, hd, 1e-6), 64, pos, 4, hd, 1e4, false);
+    auto wantK = refRope(refHeadNorm(xk, w, 32, hd, 1e-6), 32, pos, 2, hd, 1e4, false);
+    expectClose(q, wantQ, "q = rope(head_norm)");
+    auto quant = [&](double v) {
+      return std::min(127.0, std::max(-128.0, std::nearbyint(v / scale))) * scale;
+    };
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 32; ++j) {
+        float k = ck[(pos + r) * 32 + j], v = cv[(pos + r) * 32 + j];
+        // K: on the grid, within one step of the reference (a value at a
+        // rounding boundary may go either way).
+        EXPECT_EQ(k, std::nearbyint(k / scale) * scale);
+        EXPECT_LE(std::abs(k - quant(wantK[r * 32 + j])), scale * 1.001) << "k " << r << "," << j;
+        float vq = std::min(127.0f, std::max(-128.0f, std::nearbyint(x[r * 128 + 96 + j] / scale)));
+        EXPECT_EQ(v, vq * scale);
+      }
+    for (int64_t p = 0; p < capacity; ++p)
+      if (p < pos || p >= pos + rows)
+        for (int64_t j = 0; j < 32; ++j)
+          ASSERT_TRUE(ck[p * 32 + j] == 0.0f && cv[p * 32 + j] == 0.0f) << "row " << p;
+  }
+  // The same module compiles again in the same context.
+  auto again = fm::cpu::compileGroups(*c.parsed.module, CpuTarget{"native"});
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->functions, c.exe.functions);
+}
+
 TEST(GroupCodegen, CompileTimeOfTwentyOneGroups) {
   auto start = std::chrono::steady_clock::now();
   Compiled c(decoderModule(7, /*distinctNames=*/true));
