@@ -1,21 +1,21 @@
-// KNOWN DIALECT BUGS: each case states how the fm verifier SHOULD behave; this file fails until the dialect is fixed (see the lead's bug list). "(proposed)" marks message text this file invents for a rule that does not exist yet.
+// Regression tests for verifier bugs found in review (negative sizes through unsigned getters, dynamic sizes printed as numbers, reuse before a later track, misplaced caches, duplicate phases, ...). Each case is named after the bug it pins.
 // RUN: fm-opt %s -split-input-file -verify-diagnostics
 
-// BUG 1 (unsigned I64Attr getters): getVocabSize()/getHiddenSize() return uint64_t, so "<= 0" only catches 0 and a negative size is accepted.
+// Bug 1 (unsigned I64Attr getters): getVocabSize()/getHiddenSize() return uint64_t, so "<= 0" only catches 0 and a negative size is accepted.
 // expected-error @+1 {{'fm.model' op model 'm': vocab_size and hidden_size must be positive}}
 fm.model @m attributes {family = "llama", vocab_size = -5 : i64, hidden_size = 64 : i64} {
 }
 
 // -----
 
-// BUG 1: same, hidden_size.
+// Bug 1: same, hidden_size.
 // expected-error @+1 {{'fm.model' op model 'm': vocab_size and hidden_size must be positive}}
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = -64 : i64} {
 }
 
 // -----
 
-// BUG 1: KvCacheOp::verify compares uint64_t sizes with "<= 0": negative sizes are accepted.
+// Bug 1: KvCacheOp::verify compares uint64_t sizes with "<= 0": negative sizes are accepted.
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   // expected-error @+1 {{'fm.kv_cache' op KV cache @kv: layers must be positive, got -2}}
   fm.kv_cache @kv layers(-2) kv_heads(2) head_dim(16) capacity(64) : f32
@@ -23,7 +23,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: same, kv_heads.
+// Bug 1: same, kv_heads.
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   // expected-error @+1 {{'fm.kv_cache' op KV cache @kv: kv_heads must be positive, got -1}}
   fm.kv_cache @kv layers(2) kv_heads(-1) head_dim(16) capacity(64) : f32
@@ -31,7 +31,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: same, head_dim.
+// Bug 1: same, head_dim.
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   // expected-error @+1 {{'fm.kv_cache' op KV cache @kv: head_dim must be positive, got -16}}
   fm.kv_cache @kv layers(2) kv_heads(2) head_dim(-16) capacity(64) : f32
@@ -39,7 +39,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: same, capacity.
+// Bug 1: same, capacity.
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   // expected-error @+1 {{'fm.kv_cache' op KV cache @kv: capacity must be positive, got -64}}
   fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(-64) : f32
@@ -47,7 +47,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: AttentionOp::verify tests "*getWindow() <= 0" on a uint64_t: a negative local window is accepted.
+// Bug 1: AttentionOp::verify tests "*getWindow() <= 0" on a uint64_t: a negative local window is accepted.
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(64) : f32
   func.func @prefill(%x: tensor<?x64xf32>, %pos: index, %qkv: tensor<128x64xf32>, %o: tensor<64x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "prefill"} {
@@ -59,7 +59,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: "getCacheSlot() < 0" is always false (uint64_t); slot -1 is still rejected by the upper bound, but the
+// Bug 1: "getCacheSlot() < 0" is always false (uint64_t); slot -1 is still rejected by the upper bound, but the
 // message reads "slot 18446744073709551615 of @kv".
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(64) : f32
@@ -72,7 +72,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 1: TrackBlockOp::verify tests "getDepth() <= 0" on a uint64_t: depth -1 passes that rule and is then reported
+// Bug 1: TrackBlockOp::verify tests "getDepth() <= 0" on a uint64_t: depth -1 passes that rule and is then reported
 // as "has 0 layers, but the block has depth 18446744073709551615".
 func.func @f(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
   // expected-error @+1 {{'fm.track_block' op track block 0: depth must be positive}}
@@ -85,7 +85,7 @@ func.func @f(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// BUG 1: VitAttentionOp::verify tests "*getWindow() <= 0" on a uint64_t: window -3 is accepted on a 6x6 grid
+// Bug 1: VitAttentionOp::verify tests "*getWindow() <= 0" on a uint64_t: window -3 is accepted on a 6x6 grid
 // (6 % -3 == 0).
 func.func @f(%x: tensor<37x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<37x32xf32> {
   // expected-error @+1 {{'fm.vit_attention' op vit layer 0: window attention needs a window > 0}}
@@ -95,8 +95,8 @@ func.func @f(%x: tensor<37x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf3
 
 // -----
 
-// BUG 2 (missing rule): fm.vl_adapter never checks num_registers; -1 registers + 4x4 patches "matches" 15 tokens.
-// fm.vit_attention rejects a negative count. (proposed)
+// Bug 2 (missing rule): fm.vl_adapter never checks num_registers; -1 registers + 4x4 patches "matches" 15 tokens.
+// fm.vit_attention rejects a negative count.
 func.func @f(%h: tensor<15x32xf32>, %pw: tensor<64x32xf32>, %pb: tensor<64xf32>, %cw: tensor<64x64x3x3xf32>, %cb: tensor<64xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{'fm.vl_adapter' op vl_adapter: num_registers must be non-negative, got -1}}
   %t = fm.vl_adapter %h proj(%pw, %pb : tensor<64x32xf32>, tensor<64xf32>) conv(%cw, %cb : tensor<64x64x3x3xf32>, tensor<64xf32>) {grid = array<i64: 4, 4>, num_registers = -1 : i64, conv_kernel = 3 : i64, num_tokens = 4 : i64} : tensor<15x32xf32> -> tensor<4x64xf32>
@@ -105,7 +105,7 @@ func.func @f(%h: tensor<15x32xf32>, %pw: tensor<64x32xf32>, %pb: tensor<64xf32>,
 
 // -----
 
-// BUG 3 (rule does not fire): ModelOp::verifyRegions only orders writer and reader when they share a block. A layer
+// Bug 3 (rule does not fire): ModelOp::verifyRegions only orders writer and reader when they share a block. A layer
 // that reuses a slot which a track of a LATER block writes is accepted (the reader's region is an ancestor of the
 // writer's, so neither the "comes after it" nor the "another track" rule fires).
 fm.model @m attributes {family = "pt_moe", vocab_size = 64 : i64, hidden_size = 64 : i64} {
@@ -124,7 +124,7 @@ fm.model @m attributes {family = "pt_moe", vocab_size = 64 : i64, hidden_size = 
 
 // -----
 
-// BUG 4 (bad message): FmDialect::verifyOperationAttribute streams the StringAttr name, which prints quoted:
+// Bug 4 (bad message): FmDialect::verifyOperationAttribute streams the StringAttr name, which prints quoted:
 // "unknown fm attribute '"fm.layer"'".
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   // expected-error @+1 {{unknown fm attribute 'fm.layer'}}
@@ -135,7 +135,7 @@ fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 
 
 // -----
 
-// BUG 5 (bad message): a tied lm_head whose weight is not an fm.param prints an empty name and a double space:
+// Bug 5 (bad message): a tied lm_head whose weight is not an fm.param prints an empty name and a double space:
 // "lm_head is tied, but its weight  is not the token embedding table".
 func.func @f(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>) -> tensor<?x128xf32> {
   // expected-error @+1 {{'fm.lm_head' op lm_head is tied, but its weight is not the token embedding table}}
@@ -145,8 +145,8 @@ func.func @f(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>) -> tensor<?x128xf32> 
 
 // -----
 
-// BUG 6 (bad message): a dynamic result width is printed as the raw kDynamic value: "embedding of width 64 cannot
-// produce activations of width -9223372036854775808". (proposed: print "?", as shapeStr does)
+// Bug 6 (bad message): a dynamic result width is printed as the raw kDynamic value: "embedding of width 64 cannot
+// produce activations of width -9223372036854775808". 
 func.func @f(%t: tensor<?xi32>) -> tensor<?x?xf32> {
   %e = fm.param "model.embed_tokens.weight" : tensor<128x64xf32>
   // expected-error @+1 {{'fm.embedding' op embedding of width 64 cannot produce activations of width ?}}
@@ -156,7 +156,7 @@ func.func @f(%t: tensor<?xi32>) -> tensor<?x?xf32> {
 
 // -----
 
-// BUG 6: same in fm.lm_head: "128 vocabulary rows cannot produce logits of width -9223372036854775808". (proposed)
+// Bug 6: same in fm.lm_head: "128 vocabulary rows cannot produce logits of width -9223372036854775808".
 func.func @f(%x: tensor<?x64xf32>) -> tensor<?x?xf32> {
   %w = fm.param "lm_head.weight" : tensor<128x64xf32>
   // expected-error @+1 {{'fm.lm_head' op lm_head: 128 vocabulary rows cannot produce logits of width ?}}
@@ -166,7 +166,7 @@ func.func @f(%x: tensor<?x64xf32>) -> tensor<?x?xf32> {
 
 // -----
 
-// BUG 6: same in fm.take_last: "take_last of [?, ?] must give [1, -9223372036854775808], got [1, 64]". (proposed)
+// Bug 6: same in fm.take_last: "take_last of [?, ?] must give [1, -9223372036854775808], got [1, 64]".
 func.func @f(%x: tensor<?x?xf32>, %pos: index) -> tensor<1x64xf32> {
   // expected-error @+1 {{'fm.take_last' op take_last of [?, ?] must give [1, ?], got [1, 64]}}
   %r, %p = fm.take_last %x at %pos : tensor<?x?xf32> -> tensor<1x64xf32>
@@ -175,9 +175,9 @@ func.func @f(%x: tensor<?x?xf32>, %pos: index) -> tensor<1x64xf32> {
 
 // -----
 
-// BUG 7 (garbage arithmetic on kDynamic): fm.patch_embed accepts a dynamic H/W and computes with kDynamic: here it says
+// Bug 7 (garbage arithmetic on kDynamic): fm.patch_embed accepts a dynamic H/W and computes with kDynamic: here it says
 // "result must be [0, 32] (-1152921504606846976x-1152921504606846976 patches), got [?, 32]" (with signed overflow),
-// and a 3x?x64 image with a ?-row result is silently accepted. (proposed)
+// and a 3x?x64 image with a ?-row result is silently accepted.
 func.func @f(%img: tensor<3x?x?xf32>, %w: tensor<32x3x8x8xf32>, %b: tensor<32xf32>) -> tensor<?x32xf32> {
   // expected-error @+1 {{'fm.patch_embed' op patch_embed: the image must have a static shape, got 'tensor<3x?x?xf32>'}}
   %p = fm.patch_embed %img, %w, %b {patch_size = 8 : i64} : tensor<3x?x?xf32>, tensor<32x3x8x8xf32>, tensor<32xf32> -> tensor<?x32xf32>
@@ -186,9 +186,9 @@ func.func @f(%img: tensor<3x?x?xf32>, %w: tensor<32x3x8x8xf32>, %b: tensor<32xf3
 
 // -----
 
-// BUG 8 (bad message): a 1-D expert gate makes MoeOp::verify derive moe_intermediate_size = -1:
+// Bug 8 (bad message): a 1-D expert gate makes MoeOp::verify derive moe_intermediate_size = -1:
 // "gate weight 'g' has shape [64], expected [-1, 64] (moe_intermediate_size=-1, ...)". fm.mlp says "up weight must be
-// 2-D" in the same situation. (proposed)
+// 2-D" in the same situation.
 func.func @f(%x: tensor<?x64xf32>, %r: tensor<1x64xf32>, %u: tensor<32x64xf32>, %d: tensor<64x32xf32>) -> tensor<?x64xf32> {
   %g = fm.param "g" : tensor<64xf32>
   // expected-error @+1 {{'fm.moe' op layer 0: expert gate weight must be 2-D, got [64]}}
@@ -198,7 +198,7 @@ func.func @f(%x: tensor<?x64xf32>, %r: tensor<1x64xf32>, %u: tensor<32x64xf32>, 
 
 // -----
 
-// BUG 9 (bad message): TrackBlockOp::parse puts the attr-dict in result.attributes without checking the inherent
+// Bug 9 (bad message): TrackBlockOp::parse puts the attr-dict in result.attributes without checking the inherent
 // attributes, so a wrongly-typed combine is dropped and reported as "requires attribute 'combine'". The
 // declarative ops say "failed to satisfy constraint" (e.g. 'rope' on fm.attention).
 func.func @f(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
@@ -212,16 +212,16 @@ func.func @f(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// BUG 10 (missing rule): fm.kv_cache is accepted outside an fm.model. An fm.attention in a plain function then
+// Bug 10 (missing rule): fm.kv_cache is accepted outside an fm.model. An fm.attention in a plain function then
 // finds a module-level cache, and the model's KV plan check never runs (two layers writing slot 0 are accepted).
-// (proposed: HasParent<"ModelOp"> on fm.kv_cache)
+// 
 // expected-error @+1 {{'fm.kv_cache' op expects parent op 'fm.model'}}
 fm.kv_cache @kv layers(1) kv_heads(2) head_dim(16) capacity(64) : f32
 
 // -----
 
-// BUG 11 (missing rule): the model description says "one func.func per phase", but two "prefill" functions are
-// accepted (ModelOp::lookupPhase silently returns the first). (proposed)
+// Bug 11 (missing rule): the model description says "one func.func per phase", but two "prefill" functions are
+// accepted (ModelOp::lookupPhase silently returns the first).
 fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
   func.func @prefill(%x: tensor<?x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "prefill"} {
     return %x : tensor<?x64xf32>

@@ -1,4 +1,4 @@
-// KNOWN DIALECT BUG 12 (crash): a track whose block has its argument but no operations makes TrackBlockOp::verify call Block::getTerminator() on an empty block (an out-of-bounds read); fm-opt segfaults or reads garbage, depending on the build. It SHOULD report the missing fm.yield.
+// A track with no operations (not even fm.yield) is reported, not a crash (the verifier once called getTerminator() on the empty block).
 // RUN: fm-opt %s -verify-diagnostics
 // The read is undefined behaviour and may happen to give the right message; valgrind makes it deterministic.
 // RUN: %if valgrind %{ valgrind -q --error-exitcode=99 fm-opt %s -verify-diagnostics %}
