@@ -20,7 +20,11 @@ namespace {
 bool isRowOp(Operation *op) {
   return isa<fmk::RmsNormOp, fmk::AddOp, fmk::AddBiasOp, fmk::SiluMulOp,
              fmk::SliceColsOp, fmk::RopeOp, fmk::HeadNormOp, fmk::FakeQuantOp,
-             fmk::CacheWriteOp>(op);
+             fmk::CacheWriteOp, fmk::ScaleOp>(op);
+}
+
+Attribute trackOf(Operation *op) {
+  return op->getAttr(fmk::FmkDialect::kTrackAttr);
 }
 
 /// (1) Matmuls of one input become one matmul over the stacked weights.
@@ -29,7 +33,12 @@ void mergeProjections(Block &block) {
   for (auto mm : block.getOps<fmk::MatmulOp>())
     if (!mm.getAcc())
       byInput[mm.getInput()].push_back(mm);
-  for (auto &[input, mms] : byInput) {
+  for (auto &[input, all] : byInput) {
+    // Only projections of one track merge (tracks may run concurrently).
+    SmallVector<fmk::MatmulOp> mms;
+    for (fmk::MatmulOp mm : all)
+      if (trackOf(mm) == trackOf(all.front()))
+        mms.push_back(mm);
     if (mms.size() < 2)
       continue;
     fmk::MatmulOp first = mms.front();
@@ -51,11 +60,15 @@ void mergeProjections(Block &block) {
         b, first.getLoc(),
         RankedTensorType::get({inType.getShape()[0], n}, inType.getElementType()),
         input, weights, Value());
+    if (Attribute tag = trackOf(first))
+      merged->setAttr(fmk::FmkDialect::kTrackAttr, tag);
     b.setInsertionPointAfter(merged);
     int64_t offset = 0;
     for (fmk::MatmulOp mm : mms) {
       auto slice = fmk::SliceColsOp::create(b, mm.getLoc(), mm.getType(),
                                             merged.getResult(), offset);
+      if (Attribute tag = trackOf(first))
+        slice->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       offset += cast<RankedTensorType>(mm.getType()).getShape()[1];
       mm.getResult().replaceAllUsesWith(slice.getResult());
     }
@@ -64,11 +77,36 @@ void mergeProjections(Block &block) {
   }
 }
 
+/// Whether `v` may be overwritten in place by `op`: inside a track, only a
+/// value of the same track (other tracks may still be reading the others).
+bool ownedByTrackOf(Value v, Operation *op) {
+  Attribute tag = trackOf(op);
+  if (!tag)
+    return true;
+  Operation *def = v.getDefiningOp();
+  return def && trackOf(def) == tag;
+}
+
 /// (2) add(r, matmul(x)) → matmul(x) acc(r), when r dies at the add.
 void foldResiduals(Block &block) {
   for (auto add : llvm::make_early_inc_range(block.getOps<fmk::AddOp>())) {
     for (unsigned i = 0; i < 2; ++i) {
       Value prod = add->getOperand(i), resid = add->getOperand(1 - i);
+      if (auto moe = prod.getDefiningOp<fmk::MoeOp>()) {
+        if (moe.getAcc() || !prod.hasOneUse() || moe->getBlock() != &block ||
+            resid == moe.getInput() || !ownedByTrackOf(resid, moe) ||
+            !llvm::all_of(resid.getUsers(), [&](Operation *u) {
+              return u == add || u->isBeforeInBlock(moe);
+            }))
+          continue;
+        if (Operation *def = resid.getDefiningOp();
+            def && def->getBlock() == &block && moe->isBeforeInBlock(def))
+          continue;
+        moe.getAccMutable().assign(resid);
+        add.getResult().replaceAllUsesWith(moe.getResult());
+        add.erase();
+        break;
+      }
       auto mm = prod.getDefiningOp<fmk::MatmulOp>();
       if (!mm || mm.getAcc() || !prod.hasOneUse() || mm->getBlock() != &block)
         continue;
@@ -76,7 +114,7 @@ void foldResiduals(Block &block) {
       bool deadAfter = llvm::all_of(resid.getUsers(), [&](Operation *u) {
         return u == add || u->isBeforeInBlock(mm);
       });
-      if (!deadAfter || resid == mm.getInput())
+      if (!deadAfter || resid == mm.getInput() || !ownedByTrackOf(resid, mm))
         continue;
       if (Operation *def = resid.getDefiningOp();
           def && def->getBlock() == &block && mm->isBeforeInBlock(def))
@@ -84,6 +122,8 @@ void foldResiduals(Block &block) {
       OpBuilder b(mm);
       auto acc = fmk::MatmulOp::create(b, mm.getLoc(), mm.getType(),
                                        mm.getInput(), mm.getWeights(), resid);
+      if (Attribute tag = trackOf(mm))
+        acc->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       add.getResult().replaceAllUsesWith(acc.getResult());
       add.erase();
       mm.erase();
@@ -108,7 +148,8 @@ std::string signature(fmk::GroupOp group) {
       os << ids.lookup(v) << ",";
     os << ")";
     for (NamedAttribute attr : op.getAttrs())
-      if (attr.getName() != "cache" && attr.getName() != "slot")
+      if (attr.getName() != "cache" && attr.getName() != "slot" &&
+          attr.getName() != fmk::FmkDialect::kTrackAttr)
         os << attr.getName() << "=" << attr.getValue() << ",";
     for (Value r : op.getResults()) {
       ids[r] = ids.size();
@@ -125,6 +166,10 @@ void groupRowOps(Block &block, llvm::StringMap<std::string> &kernelBySig,
   SmallVector<SmallVector<Operation *>> runs;
   SmallVector<Operation *> run;
   for (Operation &op : block) {
+    if (isRowOp(&op) && !run.empty() && trackOf(&op) != trackOf(run.front())) {
+      runs.push_back(std::move(run));
+      run.clear();
+    }
     if (isRowOp(&op)) {
       run.push_back(&op);
     } else if (!isa<ParamOp>(op)) {
@@ -158,6 +203,8 @@ void groupRowOps(Block &block, llvm::StringMap<std::string> &kernelBySig,
       resultTypes.push_back(v.getType());
     auto group = fmk::GroupOp::create(b, ops.front()->getLoc(), resultTypes,
                                       b.getStringAttr(""), inputs.getArrayRef());
+    if (Attribute tag = trackOf(ops.front()))
+      group->setAttr(fmk::FmkDialect::kTrackAttr, tag);
     Block *body = new Block();
     group.getBody().push_back(body);
     IRMapping map;

@@ -104,13 +104,90 @@ public:
     return matmul(loc, h, op.getDown());
   }
 
+  Value lowerMoe(MoeOp op) {
+    return fmk::MoeOp::create(
+        b, op.getLoc(), op.getType(), op.getInput(), op.getRouter(),
+        op.getGate(), op.getUp(), op.getDown(), op.getSharedGate(),
+        op.getSharedUp(), op.getSharedDown(), op.getSharedExpertGate(),
+        Value(), i64(op.getTopK()),
+        op.getNormTopkProb() ? b.getUnitAttr() : UnitAttr());
+  }
+
+  /// Moves the tracks of `tb` into its block, each op tagged
+  /// fmk.track = [block, track, device], and combines them: the sum of the
+  /// tracks' results (scaled for a mean), or, when the model is partitioned,
+  /// per-device partial sums and one fmk.all_reduce.
+  void inlineTrackBlock(TrackBlockOp tb, int64_t numDevices) {
+    int64_t blk = tb.getBlock(), t = tb.getNumTracks();
+    auto devs = tb.getDevicesAttr();
+    SmallVector<Value> outs;
+    SmallVector<int64_t> devOf;
+    for (Region &r : tb.getTracks()) {
+      int64_t ti = r.getRegionNumber();
+      int64_t dev = numDevices > 1 && devs ? devs[ti] : -1;
+      Block &body = r.front();
+      body.getArgument(0).replaceAllUsesWith(tb.getInput());
+      auto yield = cast<YieldOp>(body.getTerminator());
+      outs.push_back(yield.getValue());
+      devOf.push_back(dev);
+      auto tag = b.getDenseI64ArrayAttr({blk, ti, dev});
+      for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+        op.moveBefore(tb);
+        op.walk([&](Operation *inner) {
+          inner->setAttr(fmk::FmkDialect::kTrackAttr, tag);
+        });
+      }
+    }
+    b.setInsertionPoint(tb);
+    Location loc = tb.getLoc();
+    double scale = tb.getCombine() == Combine::mean ? 1.0 / double(t) : 1.0;
+    auto sumOf = [&](ArrayRef<Value> vs, int64_t dev) {
+      Value acc = vs.front();
+      for (Value v : vs.drop_front()) {
+        auto add = fmk::AddOp::create(b, loc, acc.getType(), acc, v);
+        if (dev >= 0) // a device's partial sum runs on that device only
+          add->setAttr(fmk::FmkDialect::kTrackAttr,
+                       b.getDenseI64ArrayAttr({-1, -1, dev}));
+        acc = add;
+      }
+      return acc;
+    };
+    Value result;
+    if (numDevices <= 1) {
+      result = sumOf(outs, -1);
+      if (scale != 1.0)
+        result = fmk::ScaleOp::create(b, loc, result.getType(), result,
+                                      b.getF64FloatAttr(scale));
+    } else {
+      SmallVector<Value> partials;
+      for (int64_t d = 0; d < numDevices; ++d) {
+        SmallVector<Value> mine;
+        for (auto [v, dv] : llvm::zip(outs, devOf))
+          if (dv == d)
+            mine.push_back(v);
+        partials.push_back(sumOf(mine, d));
+      }
+      result = fmk::AllReduceOp::create(b, loc, tb.getType(), partials,
+                                        b.getF64FloatAttr(scale));
+    }
+    tb.getResult().replaceAllUsesWith(result);
+    tb.erase();
+  }
+
   LogicalResult lowerFunction(func::FuncOp fn) {
+    auto model = fn->getParentOfType<ModelOp>();
+    int64_t numDevices =
+        model && model.getNumDevices() ? (int64_t)*model.getNumDevices() : 1;
+    for (auto tb : llvm::make_early_inc_range(
+             fn.getBody().front().getOps<TrackBlockOp>()))
+      inlineTrackBlock(tb, numDevices);
     for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
       b.setInsertionPoint(&op);
-      FailureOr<Value> replacement = failure();
       SmallVector<Value> replacements;
-      if (isa<ParamOp, func::ReturnOp>(op))
+      if (isa<ParamOp, func::ReturnOp>(op) ||
+          isa_and_nonnull<fmk::FmkDialect>(op.getDialect()))
         continue;
+      Operation *before = op.getPrevNode();
       if (auto e = dyn_cast<EmbeddingOp>(op)) {
         replacements.push_back(fmk::EmbedOp::create(
             b, e.getLoc(), e.getType(), e.getTokens(), e.getTable()));
@@ -128,6 +205,8 @@ public:
         if (failed(r))
           return failure();
         replacements.push_back(*r);
+      } else if (auto moe = dyn_cast<MoeOp>(op)) {
+        replacements.push_back(lowerMoe(moe));
       } else if (auto head = dyn_cast<LmHeadOp>(op)) {
         replacements.push_back(
             matmul(head.getLoc(), head.getInput(), head.getWeight()));
@@ -137,14 +216,16 @@ public:
                                          take.getPos());
         replacements.append({k.getResult(), k.getLastPos()});
       } else {
-        std::string what;
-        if (auto moe = dyn_cast<MoeOp>(op))
-          what = "layer " + std::to_string(moe.getLayer()) + ": fm.moe";
-        else
-          what = op.getName().getStringRef().str();
-        return op.emitOpError()
-               << what << " has no lowering to the CPU target yet";
+        return op.emitOpError() << op.getName().getStringRef()
+                                << " has no lowering to the CPU target yet";
       }
+      // Kernel ops of a track keep the track's tag.
+      if (Attribute tag = op.getAttr(fmk::FmkDialect::kTrackAttr))
+        for (Operation *k = before ? before->getNextNode()
+                                   : &fn.getBody().front().front();
+             k != &op; k = k->getNextNode())
+          if (!isa<ParamOp>(k))
+            k->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       op.replaceAllUsesWith(replacements);
       op.erase();
     }

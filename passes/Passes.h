@@ -17,9 +17,11 @@ namespace mlir::fm {
 struct CompileOptions {
   /// The most tokens one prefill call processes (the arena is sized for it).
   int64_t maxPrefillRows = 64;
+  /// Devices (MPI ranks) the tracks are partitioned over; 1: no collectives.
+  int64_t devices = 1;
 };
 
-/// share-kv → lower-to-kernels → fuse → cse → plan-memory.
+/// partition-tracks → share-kv → lower-to-kernels → fuse → cse → plan-memory.
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts);
 
 /// Registers every fm pass and the `fm-compile` pipeline with the global

@@ -61,4 +61,23 @@ def PlanMemoryPass : Pass<"fm-plan-memory", "mlir::ModuleOp"> {
   ];
 }
 
+def PartitionTracksPass : Pass<"fm-partition-tracks", "mlir::ModuleOp"> {
+  let summary = "Assigns the tracks of every track block to devices";
+  let description = [{
+    Gives each track of every `fm.track_block` a device (`devices`), keeping
+    a track's layers, experts and KV cache together, and records the device
+    count on the model. With N devices and T tracks, device d gets tracks
+    [d*T/N, (d+1)*T/N) (contiguous; when N does not divide T the counts
+    differ by at most one). The only collective is then the block's combine,
+    one all-reduce per track block: L/D per token instead of the 2L of
+    tensor parallelism. A partition that would split a track (N > T) would
+    need collectives inside the block and is rejected. With N = 1 nothing
+    changes and no collective is emitted.
+  }];
+  let options = [
+    Option<"devices", "devices", "int64_t", /*default=*/"1",
+           "the number of devices (MPI ranks)">
+  ];
+}
+
 #endif // FM_PASSES_TD

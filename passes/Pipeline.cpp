@@ -7,6 +7,9 @@
 namespace mlir::fm {
 
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
+  PartitionTracksPassOptions part;
+  part.devices = opts.devices;
+  pm.addPass(createPartitionTracksPass(part));
   pm.addPass(createShareKvPass());
   pm.addPass(createLowerToKernelsPass());
   pm.addPass(createFusePass());
@@ -21,6 +24,9 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
   Option<int64_t> maxRows{*this, "max-rows",
                           llvm::cl::desc("the most tokens one prefill call processes"),
                           llvm::cl::init(64)};
+  Option<int64_t> devices{*this, "devices",
+                          llvm::cl::desc("devices the tracks are partitioned over"),
+                          llvm::cl::init(1)};
 };
 } // namespace
 
@@ -31,6 +37,7 @@ void registerFmPassesAndPipelines() {
       [](OpPassManager &pm, const PipelineOptions &o) {
         CompileOptions opts;
         opts.maxPrefillRows = o.maxRows;
+        opts.devices = o.devices;
         buildFmCompilePipeline(pm, opts);
       });
 }

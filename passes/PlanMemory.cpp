@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <functional>
 #include <map>
 
 namespace mlir::fm {
@@ -88,32 +89,72 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       return rows * t.getShape()[1];
     };
 
-    // Position of each op, and the last position at which a value is read.
+    // Position of each op.
     DenseMap<Operation *, int64_t> index;
     for (Operation &op : block)
       index[&op] = index.size();
-    // An accumulating matmul writes into its accumulator's buffer: they are
-    // one buffer, live until the last use of either.
-    DenseMap<Value, Value> root;
-    auto rootOf = [&](Value v) {
-      while (root.count(v))
-        v = root.lookup(v);
-      return v;
+
+    // Values that must share one buffer: an accumulating matmul (or MoE)
+    // writes into its accumulator; an all-reduce's per-device partial sums
+    // and its result are one buffer (only one partial exists on each rank).
+    DenseMap<Value, Value> parent;
+    std::function<Value(Value)> find = [&](Value v) -> Value {
+      auto it = parent.find(v);
+      if (it == parent.end() || it->second == v)
+        return v;
+      Value r = find(it->second);
+      parent[v] = r;
+      return r;
     };
-    for (auto mm : block.getOps<fmk::MatmulOp>())
-      if (mm.getAcc())
-        root[mm.getResult()] = mm.getAcc();
-    DenseMap<Value, int64_t> lastUse;
+    auto unite = [&](Value keep, Value other) {
+      Value a = find(keep), b2 = find(other);
+      if (a != b2)
+        parent[b2] = a;
+    };
+    for (Operation &op : block) {
+      if (auto mm = dyn_cast<fmk::MatmulOp>(op); mm && mm.getAcc())
+        unite(mm.getAcc(), mm.getResult());
+      if (auto moe = dyn_cast<fmk::MoeOp>(op); moe && moe.getAcc())
+        unite(moe.getAcc(), moe.getResult());
+      if (auto ar = dyn_cast<fmk::AllReduceOp>(op)) {
+        for (Value p : ar.getPartials().drop_front())
+          unite(ar.getPartials().front(), p);
+        unite(ar.getPartials().front(), ar.getResult());
+      }
+    }
+
+    // Tracks of a block may run concurrently: every value a section (the
+    // ops of one track block) reads or writes stays live to its end.
+    DenseMap<int64_t, int64_t> sectionEnd;
+    auto blockOf = [](Operation *op) -> int64_t {
+      auto tag = op->getAttrOfType<DenseI64ArrayAttr>(fmk::FmkDialect::kTrackAttr);
+      return tag && tag.size() == 3 && tag[1] >= 0 ? tag[0] : -1;
+    };
     for (Operation &op : block)
+      if (int64_t b2 = blockOf(&op); b2 >= 0)
+        sectionEnd[b2] = index[&op];
+
+    DenseMap<Value, int64_t> lastUse;
+    auto touch = [&](Value v, int64_t at) {
+      Value r = find(v);
+      lastUse[r] = std::max(lastUse.lookup(r), at);
+    };
+    for (Operation &op : block) {
+      int64_t at = index[&op];
+      int64_t b2 = blockOf(&op);
+      int64_t until = b2 >= 0 ? sectionEnd[b2] : at;
       for (Value v : op.getOperands())
-        if (isActivation(v)) {
-          Value r = rootOf(v);
-          lastUse[r] = std::max(lastUse.lookup(r), index[&op]);
-        }
+        if (isActivation(v))
+          touch(v, until);
+      if (b2 >= 0)
+        for (Value r : op.getResults())
+          if (isActivation(r))
+            touch(r, until);
+    }
 
     Arena arena;
-    DenseMap<Value, int64_t> offset;
-    std::multimap<int64_t, Value> dying; // last use → root value
+    DenseMap<Value, int64_t> offset; // per set root
+    std::multimap<int64_t, Value> dying; // last use → set root
     OpBuilder b(fn.getContext());
     for (Operation &op : block) {
       int64_t at = index[&op];
@@ -123,15 +164,15 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
           offs.push_back(-1);
           continue;
         }
-        Value rr = rootOf(r);
-        if (rr != r) {
-          offs.push_back(offset.lookup(rr));
+        Value root = find(r);
+        if (auto it = offset.find(root); it != offset.end()) {
+          offs.push_back(it->second);
           continue;
         }
         int64_t off = arena.allocate(floatsOf(r));
-        offset[r] = off;
+        offset[root] = off;
         offs.push_back(off);
-        dying.emplace(lastUse.count(r) ? lastUse.lookup(r) : at, r);
+        dying.emplace(lastUse.count(root) ? lastUse.lookup(root) : at, root);
       }
       if (!offs.empty() && op.getDialect() &&
           isa<fmk::FmkDialect>(op.getDialect()))

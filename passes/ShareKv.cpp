@@ -42,7 +42,7 @@ struct ShareKvPass : impl::ShareKvPassBase<ShareKvPass> {
     Operation *cut = nullptr;
     for (Operation &op : body) {
       if (isa<TrackBlockOp>(op))
-        return success(); // tracks: every block writes caches to the end
+        continue; // every track block writes caches: the cut comes later
       auto attn = dyn_cast<AttentionOp>(op);
       if (attn && attn.getReuse()) {
         cut = attn.getInput().getDefiningOp(); // its input norm

@@ -255,6 +255,31 @@ Writer::program(func::FuncOp fn) {
                                 fbb.CreateVector(args))
                  .Union();
       kind = fa::Op::Dispatch;
+    } else if (auto moe = dyn_cast<fmk::MoeOp>(op)) {
+      auto idx = [&](ValueRange ws) {
+        std::vector<uint32_t> v;
+        for (Value w : ws)
+          v.push_back(weightIndex(w));
+        return fbb.CreateVector(v);
+      };
+      auto opt = [&](Value w) { return w ? (int32_t)weightIndex(w) : -1; };
+      auto x = buffer(moe.getInput()), y = buffer(moe.getResult());
+      auto gate = idx(moe.getGate()), up = idx(moe.getUp()),
+           down = idx(moe.getDown());
+      body = fa::CreateMoe(fbb, &x, &y, weightIndex(moe.getRouter()), gate, up,
+                           down, moe.getTopK(), moe.getNormTopkProb(),
+                           bool(moe.getAcc()), opt(moe.getSharedGate()),
+                           opt(moe.getSharedUp()), opt(moe.getSharedDown()),
+                           opt(moe.getSharedExpertGate()))
+                 .Union();
+      kind = fa::Op::Moe;
+    } else if (auto ar = dyn_cast<fmk::AllReduceOp>(op)) {
+      auto buf = buffer(ar.getResult());
+      body = fa::CreateAllReduce(fbb, &buf,
+                                 (float)ar.getScale().convertToDouble())
+                 .Union();
+      kind = fa::Op::AllReduce;
+      ++summary.collectivesPerPhase[phase];
     } else if (auto t = dyn_cast<fmk::TakeLastOp>(op)) {
       auto src = buffer(t.getInput()), dst = buffer(t.getResult());
       body = fa::CreateCopyLastRow(fbb, &src, &dst).Union();
@@ -271,9 +296,16 @@ Writer::program(func::FuncOp fn) {
                                      op.getName().getStringRef().str().c_str());
     }
     bool lastOnly = kind == fa::Op::CopyLastRow ? false : lastRowOnly(&op);
+    int32_t blk = -1, track = -1, device = -1;
+    if (auto tag = op.getAttrOfType<DenseI64ArrayAttr>(fmk::FmkDialect::kTrackAttr);
+        tag && tag.size() == 3) {
+      blk = tag[0];
+      track = tag[1];
+      device = tag[2];
+    }
     commands.push_back(fa::CreateCommand(fbb, kind, body,
                                          fbb.CreateString(layerName(op.getLoc())),
-                                         lastOnly));
+                                         lastOnly, blk, track, device));
   }
   if (!logits || !logits.getDefiningOp())
     return llvm::createStringError("phase '%s' returns no logits", phase.c_str());
@@ -333,6 +365,20 @@ Writer::write(const std::string &path,
     summary.kvBytesPerToken +=
         2ull * c.getLayers() * c.getKvHeads() * c.getHeadDim() * 4;
   }
+  // Track structure, from the phases' track tags.
+  uint32_t numDevices =
+      model.getNumDevices() ? (uint32_t)*model.getNumDevices() : 1;
+  uint32_t numTracks = 0, numTrackBlocks = 0;
+  model.walk([&](Operation *op) {
+    if (auto tag = op->getAttrOfType<DenseI64ArrayAttr>(fmk::FmkDialect::kTrackAttr);
+        tag && tag.size() == 3 && tag[1] >= 0) {
+      numTrackBlocks = std::max<uint32_t>(numTrackBlocks, tag[0] + 1);
+      numTracks = std::max<uint32_t>(numTracks, tag[1] + 1);
+    }
+  });
+  summary.numTracks = numTracks;
+  summary.numTrackBlocks = numTrackBlocks;
+  summary.devices = numDevices;
   std::vector<flatbuffers::Offset<fa::Program>> programs;
   for (auto fn : model.getBodyBlock().getOps<func::FuncOp>()) {
     if (!fn->hasAttr(mlir::fm::FmDialect::kPhaseAttrName))
@@ -344,7 +390,7 @@ Writer::write(const std::string &path,
     if (fn->getAttrOfType<StringAttr>(mlir::fm::FmDialect::kPhaseAttrName) == "decode") {
       unsigned layers = 0;
       fn.walk([&](fmk::AttentionOp) { ++layers; });
-      summary.numLayers = layers;
+      summary.numLayers = numTracks ? layers / numTracks : layers;
     }
   }
   auto executable = fa::CreateExecutable(
@@ -359,7 +405,7 @@ Writer::write(const std::string &path,
       model.getHiddenSize(), summary.numLayers, parameters,
       fbb.CreateString("cpu"), fbb.CreateVector(wtab), dataSize,
       /*content_hash=*/0, fbb.CreateVector(caches), fbb.CreateVector(programs),
-      executable);
+      executable, numDevices, numTracks, numTrackBlocks);
   fbb.FinishSizePrefixed(root, fa::ArtifactIdentifier());
 
   // Temporary file next to the destination, renamed when complete.

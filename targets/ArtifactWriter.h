@@ -19,6 +19,9 @@ struct ArtifactSummary {
   uint64_t kvBytesPerToken = 0, arenaBytes = 0;
   unsigned numWeights = 0, numLayers = 0, numKernels = 0;
   std::map<std::string, unsigned> commandsPerPhase;
+  /// All-reduce commands per phase (one per track block when partitioned).
+  std::map<std::string, unsigned> collectivesPerPhase;
+  unsigned devices = 1, numTracks = 0, numTrackBlocks = 0;
 };
 
 /// Writes `module` (after fm-plan-memory) with the executable `exe` to

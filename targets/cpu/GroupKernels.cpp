@@ -446,6 +446,17 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
         rows[op.getResult()] = y;
         return success();
       })
+      .Case([&](fmk::ScaleOp op) -> LogicalResult {
+        auto x = rowOf(op.getInput());
+        if (failed(x))
+          return failure();
+        RowRef y = out(op.getResult());
+        Value factor = f32(op.getFactor().convertToDouble());
+        loop(widthOf(op.getResult()),
+             [&](Value j) { store(mul(load(*x, j), factor), y, j); });
+        rows[op.getResult()] = y;
+        return success();
+      })
       .Case([&](fmk::AddBiasOp op) -> LogicalResult {
         int64_t w = widthOf(op.getInput());
         auto x = rowOf(op.getInput());

@@ -22,6 +22,7 @@ struct CompileArgs {
   std::string quant = "none";
   int64_t contextLength = 2048;
   int64_t maxPrefill = 64;
+  int64_t devices = 1;     // ranks the tracks are partitioned over
   std::string dumpIr;      // write the planned kernel-level IR here
 };
 int runCompile(const CompileArgs &args);

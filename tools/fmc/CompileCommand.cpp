@@ -103,6 +103,7 @@ int runCompile(const CompileArgs &args) {
   mlir::PassManager pm(&ctx);
   mlir::fm::CompileOptions copts;
   copts.maxPrefillRows = args.maxPrefill;
+  copts.devices = args.devices;
   mlir::fm::buildFmCompilePipeline(pm, copts);
   if (mlir::failed(pm.run(*module)))
     return fail("the fm pipeline failed (see the diagnostics above)");
@@ -151,6 +152,20 @@ int runCompile(const CompileArgs &args) {
   os << llvm::formatv("  KV per token  {0} (f32)\n", human(summary->kvBytesPerToken));
   os << llvm::formatv("  arena         {0} (max {1} tokens per prefill call)\n",
                       human(summary->arenaBytes), args.maxPrefill);
+  if (summary->numTracks) {
+    unsigned blocks = summary->numTrackBlocks;
+    unsigned perToken = summary->collectivesPerPhase.count("decode")
+                            ? summary->collectivesPerPhase.at("decode")
+                            : 0;
+    os << llvm::formatv("  tracks        {0} tracks x {1} blocks of depth {2}, "
+                        "over {3} device(s)\n",
+                        summary->numTracks, blocks,
+                        blocks ? summary->numLayers / blocks : 0,
+                        summary->devices);
+    os << llvm::formatv("  collectives   {0} per token (one all-reduce per track "
+                        "block; tensor parallelism would need 2L = {1})\n",
+                        perToken, 2 * summary->numLayers);
+  }
   std::string phases;
   for (auto &[phase, n] : summary->commandsPerPhase)
     phases += llvm::formatv("{0}{1} {2}", phases.empty() ? "" : ", ", phase, n);

@@ -47,6 +47,10 @@ const char *opName(fa::Op op) {
     return "dispatch";
   case fa::Op::CopyLastRow:
     return "copy_last_row";
+  case fa::Op::Moe:
+    return "moe";
+  case fa::Op::AllReduce:
+    return "all_reduce";
   default:
     return "?";
   }
@@ -59,6 +63,11 @@ void describe(const fa::Artifact &root, const fa::Command &c, bool oneRow,
   obj["op"] = opName(c.op_type());
   obj["layer"] = c.layer() ? c.layer()->str() : "";
   obj["last_row_only"] = c.last_row_only();
+  if (c.block() >= 0 || c.track() >= 0 || c.device() >= 0) {
+    obj["block"] = (int64_t)c.block();
+    obj["track"] = (int64_t)c.track();
+    obj["device"] = (int64_t)c.device();
+  }
   llvm::raw_string_ostream os(line);
   switch (c.op_type()) {
   case fa::Op::Embed: {
@@ -138,6 +147,30 @@ void describe(const fa::Artifact &root, const fa::Command &c, bool oneRow,
     obj["args"] = std::move(args);
     break;
   }
+  case fa::Op::Moe: {
+    auto *m = c.op_as_Moe();
+    os << bufStr(m->x(), oneRow) << " router " << wname(m->router()) << ", "
+       << m->gate()->size() << " experts top-" << m->top_k()
+       << (m->norm_topk() ? " (renormalized)" : "")
+       << (m->shared_gate() >= 0 ? " + shared expert" : "")
+       << (m->accumulate() ? " +-> " : " -> ") << bufStr(m->y(), oneRow);
+    obj["x"] = bufJson(m->x());
+    obj["y"] = bufJson(m->y());
+    obj["router"] = wname(m->router());
+    obj["experts"] = (int64_t)m->gate()->size();
+    obj["top_k"] = (int64_t)m->top_k();
+    obj["norm_topk"] = m->norm_topk();
+    obj["accumulate"] = m->accumulate();
+    break;
+  }
+  case fa::Op::AllReduce: {
+    auto *a = c.op_as_AllReduce();
+    os << "sum over ranks of " << bufStr(a->buffer(), oneRow) << ", x "
+       << a->scale();
+    obj["buffer"] = bufJson(a->buffer());
+    obj["scale"] = a->scale();
+    break;
+  }
   case fa::Op::CopyLastRow: {
     auto *c2 = c.op_as_CopyLastRow();
     os << bufStr(c2->src(), false) << " last row -> " << bufStr(c2->dst(), true);
@@ -148,6 +181,18 @@ void describe(const fa::Artifact &root, const fa::Command &c, bool oneRow,
   default:
     break;
   }
+}
+
+/// All-reduce commands in one decode step.
+unsigned collectivesPerToken(const fa::Artifact &root) {
+  for (const fa::Program *p : *root.programs())
+    if (p->phase()->str() == "decode") {
+      unsigned n = 0;
+      for (const fa::Command *c : *p->commands())
+        n += c->op_type() == fa::Op::AllReduce;
+      return n;
+    }
+  return 0;
 }
 
 } // namespace
@@ -197,6 +242,11 @@ int runInspect(const InspectArgs &args) {
     out["artifact_bytes"] = (int64_t)(*art)->fileSize();
     out["weight_bytes"] = (int64_t)(*art)->dataSize();
     out["kv_bytes_per_token"] = (int64_t)kvPerToken;
+    out["devices"] = (int64_t)root.devices();
+    out["num_tracks"] = (int64_t)root.num_tracks();
+    out["num_track_blocks"] = (int64_t)root.num_track_blocks();
+    out["collectives_per_token"] = (int64_t)collectivesPerToken(root);
+    out["tensor_parallel_collectives_per_token"] = (int64_t)(2 * root.num_layers());
     out["content_hash"] = llvm::formatv("{0:x16}", root.content_hash()).str();
     if (root.config_json()) {
       if (auto cfg = llvm::json::parse(root.config_json()->str()))
@@ -277,6 +327,11 @@ int runInspect(const InspectArgs &args) {
                         c->name()->str(), c->slots(), c->kv_heads(),
                         c->head_dim(), c->capacity(), rt::dtypeName(c->dtype()));
   os << llvm::formatv("  KV per token  {0}\n", human(kvPerToken));
+  if (root.num_tracks())
+    os << llvm::formatv("  tracks        {0} tracks x {1} blocks over {2} device(s); "
+                        "{3} collectives per token (tensor parallelism: 2L = {4})\n",
+                        root.num_tracks(), root.num_track_blocks(), root.devices(),
+                        collectivesPerToken(root), 2 * root.num_layers());
   if (const fa::Executable *e = root.executable())
     os << llvm::formatv("  executable    {0} {1} (cpu {2}), {3} functions, {4}\n",
                         e->format()->str(), e->triple()->str(),

@@ -47,6 +47,11 @@ int main(int argc, char **argv) {
                          "the most prompt tokens one prefill call processes")
       ->check(CLI::PositiveNumber)
       ->default_val(64);
+  compileCmd->add_option("--devices", comp.devices,
+                         "partition the tracks over this many devices (MPI "
+                         "ranks); one all-reduce per track block")
+      ->check(CLI::PositiveNumber)
+      ->default_val(1);
   compileCmd->add_option("--dump-ir", comp.dumpIr,
                          "also write the planned kernel-level IR here");
 

@@ -602,6 +602,18 @@ LogicalResult TrackBlockOp::verify() {
   if (failed(sameAsInput(*this, "track block " + std::to_string(b), getInput(),
                          getResult())))
     return failure();
+  if (auto devs = getDevicesAttr()) {
+    if (devs.size() != (int64_t)getTracks().size())
+      return emitOpError() << "track block " << b << ": " << devs.size()
+                           << " devices for " << getTracks().size() << " tracks";
+    auto model = (*this)->getParentOfType<ModelOp>();
+    int64_t n = model && model.getNumDevices() ? (int64_t)*model.getNumDevices() : 1;
+    for (int64_t d : devs.asArrayRef())
+      if (d < 0 || d >= n)
+        return emitOpError() << "track block " << b << ": device " << d
+                             << " is out of range (the model has " << n
+                             << " devices)";
+  }
   DenseMap<Attribute, unsigned> cacheOwner;
   for (Region &r : getTracks()) {
     unsigned t = r.getRegionNumber();

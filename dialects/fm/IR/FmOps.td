@@ -41,7 +41,8 @@ def Fm_ModelOp : Fm_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$family,
                        I64Attr:$vocab_size, I64Attr:$hidden_size,
                        OptionalAttr<DictionaryAttr>:$config,
-                       OptionalAttr<StrAttr>:$weights);
+                       OptionalAttr<StrAttr>:$weights,
+                       OptionalAttr<I64Attr>:$num_devices);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -351,6 +352,7 @@ def Fm_TrackBlockOp : Fm_Op<"track_block", [RecursiveMemoryEffects]> {
     argument) and carries its own residual stream; nothing crosses between
     tracks inside the block. The block's result is the `mean` or `sum` of the
     values the tracks yield: the only synchronization of the block.
+    After `fm-partition-tracks`, `devices` gives the device of each track.
 
     ```mlir
     %y = fm.track_block %x {block = 0 : i64, depth = 2 : i64,
@@ -360,7 +362,8 @@ def Fm_TrackBlockOp : Fm_Op<"track_block", [RecursiveMemoryEffects]> {
     ```
   }];
   let arguments = (ins Fm_Activation:$input, I64Attr:$block, I64Attr:$depth,
-                       Fm_CombineAttr:$combine);
+                       Fm_CombineAttr:$combine,
+                       OptionalAttr<DenseI64ArrayAttr>:$devices);
   let results = (outs Fm_Activation:$result);
   let regions = (region VariadicRegion<SizedRegion<1>>:$tracks);
   let hasCustomAssemblyFormat = 1;

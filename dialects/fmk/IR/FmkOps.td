@@ -10,6 +10,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def Fmk_Dialect : Dialect {
   let name = "fmk";
@@ -28,6 +29,9 @@ def Fmk_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kBuffersAttr = "fmk.buffers";
     static constexpr ::llvm::StringLiteral kArenaAttr = "fmk.arena_floats";
     static constexpr ::llvm::StringLiteral kMaxRowsAttr = "fmk.max_rows";
+    /// [block, track, device] of an op that belongs to a track of a track
+    /// block (set by fm-lower-to-kernels; -1 device: every rank).
+    static constexpr ::llvm::StringLiteral kTrackAttr = "fmk.track";
   }];
 }
 
@@ -127,6 +131,54 @@ def Fmk_TakeLastOp : Fmk_Op<"take_last", [Pure]> {
   let assemblyFormat = "$input `at` $pos attr-dict `:` type($input) `->` type($result)";
 }
 
+def Fmk_MoeOp : Fmk_Op<"moe", [Pure, AttrSizedOperandSegments]> {
+  let summary = "mixture of SwiGLU experts with top-k routing (micro-kernel)";
+  let description = [{
+    The runtime's Moe command: router softmax, top-k (renormalized with
+    `norm_topk_prob`), per-expert SwiGLU over the rows routed to it, weighted
+    sum; the optional shared expert is gated by a sigmoid. With `acc`, the
+    result is added to `acc` in place (a folded residual add).
+  }];
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$router,
+                       Variadic<Fmk_Weight>:$gate, Variadic<Fmk_Weight>:$up,
+                       Variadic<Fmk_Weight>:$down,
+                       Optional<Fmk_Weight>:$shared_gate,
+                       Optional<Fmk_Weight>:$shared_up,
+                       Optional<Fmk_Weight>:$shared_down,
+                       Optional<Fmk_Weight>:$shared_expert_gate,
+                       Optional<Fmk_Act>:$acc,
+                       I64Attr:$top_k, UnitAttr:$norm_topk_prob);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `router` `(` $router `:` type($router) `)`
+    `gate` `(` $gate `:` type($gate) `)` `up` `(` $up `:` type($up) `)`
+    `down` `(` $down `:` type($down) `)`
+    (`shared_gate` `(` $shared_gate^ `:` type($shared_gate) `)`)?
+    (`shared_up` `(` $shared_up^ `:` type($shared_up) `)`)?
+    (`shared_down` `(` $shared_down^ `:` type($shared_down) `)`)?
+    (`shared_expert_gate` `(` $shared_expert_gate^ `:` type($shared_expert_gate) `)`)?
+    (`acc` `(` $acc^ `:` type($acc) `)`)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Fmk_AllReduceOp : Fmk_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "the track-block collective: sum of the ranks' partial sums, scaled";
+  let description = [{
+    `partials` holds one value per device: on device d only the d-th is
+    computed (the sum of that device's tracks); fm-plan-memory gives them
+    one buffer, which the runtime all-reduces (sum) across the ranks and
+    multiplies by `scale` (1/T for a mean of T tracks).
+
+    ```mlir
+    %x = fmk.all_reduce %p0, %p1 {scale = 2.5e-01 : f64} : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Fmk_Act>:$partials, F64Attr:$scale);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$partials attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Row ops: each maps a row to a row; fm-fuse puts them into groups.
 //===----------------------------------------------------------------------===//
@@ -161,6 +213,13 @@ def Fmk_SiluMulOp : Fmk_Op<"silu_mul", [Pure, AllTypesMatch<["gate", "up", "resu
   let arguments = (ins Fmk_Act:$gate, Fmk_Act:$up);
   let results = (outs Fmk_Act:$result);
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Fmk_ScaleOp : Fmk_Op<"scale", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "multiplies every element by a constant (track mean)";
+  let arguments = (ins Fmk_Act:$input, F64Attr:$factor);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
 def Fmk_SliceColsOp : Fmk_Op<"slice_cols", [Pure]> {

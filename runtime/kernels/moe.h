@@ -1,0 +1,68 @@
+// Mixture of SwiGLU experts (Mixtral / Qwen2-MoE style) over rows of f32
+// activations: router softmax, top-k, the experts on only their rows, and
+// an optional sigmoid-gated shared expert.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fm::rt {
+class ThreadPool;
+} // namespace fm::rt
+
+namespace fm::kernels {
+
+/// The sizes a Moe call is planned for: what its scratch depends on.
+struct MoeShape {
+  int64_t rows = 0;         // M: rows of x and y
+  int64_t hidden = 0;       // K: width of x and y
+  int64_t experts = 0;      // E
+  int64_t intermediate = 0; // I: SwiGLU width of one expert
+  int64_t topK = 0;         // 1 <= topK <= experts
+  int64_t sharedIntermediate = 0; // 0: no shared expert
+};
+
+struct MoeArgs {
+  MoeShape shape;
+  /// Rows of x and y: row r at x + r * xStride (y + r * yStride); y must not
+  /// overlap x or the scratch.
+  const float *x = nullptr;
+  int64_t xStride = 0;
+  float *y = nullptr;
+  int64_t yStride = 0;
+  /// y += instead of y =.
+  bool accumulate = false;
+  /// Renormalize the kept top-k probabilities to sum 1.
+  bool normTopk = true;
+  /// Weights are IEEE binary16 bits (else f32), all of them.
+  bool f16 = false;
+  /// nn.Linear weights (out × in): router [E][K]; per expert e, gate[e] and
+  /// up[e] [I][K] and down[e] [K][I]. When up[e] starts where gate[e] ends,
+  /// the two run as one [2I][K] matmul.
+  const void *router = nullptr;
+  const void *const *gate = nullptr;
+  const void *const *up = nullptr;
+  const void *const *down = nullptr;
+  /// The shared expert (shape.sharedIntermediate > 0): gate and up [Is][K],
+  /// down [K][Is], and its gate [1][K]:
+  /// y += sigmoid(x · sharedExpertGateᵀ) · shared(x).
+  const void *sharedGate = nullptr, *sharedUp = nullptr;
+  const void *sharedDown = nullptr, *sharedExpertGate = nullptr;
+};
+
+/// Floats of scratch that moe() needs for `shape` (64-byte aligned start);
+/// part of it holds int64 routing tables.
+size_t moeScratchFloats(const MoeShape &shape);
+
+/// y (+)= Σ_{e in topk(p)} p_e · down_e(silu(gate_e(x)) · up_e(x)) per row,
+/// p = softmax(x · routerᵀ) computed in f32, the top-k taken with the lower
+/// expert index first on ties and renormalized when normTopk; then the
+/// shared expert's gated output is added. Each expert runs once, on the rows
+/// routed to it (gathered into a dense block), and an expert without rows
+/// costs nothing. `scratch` holds moeScratchFloats(args.shape) floats. With
+/// a pool of several threads the experts with work run in parallel when
+/// there are at least as many as threads, else the matmuls are split; a null
+/// pool runs on the calling thread.
+void moe(const MoeArgs &args, float *scratch, fm::rt::ThreadPool *pool);
+
+} // namespace fm::kernels
