@@ -1,15 +1,14 @@
-// fm-lower-to-kernels reports the ops that have no CPU lowering yet, with
-// their layer.
+// fm-lower-to-kernels reports the ops that have no CPU lowering yet (the ViT
+// encoder), naming the op and the layer.
 // RUN: fm-opt %s --fm-lower-to-kernels -split-input-file -verify-diagnostics
 
-fm.model @m attributes {family = "mixtral", hidden_size = 32 : i64, vocab_size = 48 : i64} {
-  func.func @prefill(%x: tensor<?x32xf32>) -> tensor<?x32xf32> attributes {fm.phase = "prefill"} {
-    %r = fm.param "router" : tensor<2x32xf32>
-    %g = fm.param "g" : tensor<16x32xf32>
-    %d = fm.param "d" : tensor<32x16xf32>
-    // expected-error @+1 {{layer 3: fm.moe has no lowering to the CPU target yet}}
-    %y = fm.moe %x router(%r : tensor<2x32xf32>) gate(%g, %g : tensor<16x32xf32>, tensor<16x32xf32>) up(%g, %g : tensor<16x32xf32>, tensor<16x32xf32>) down(%d, %d : tensor<32x16xf32>, tensor<32x16xf32>) {layer = 3 : i64, num_experts = 2 : i64, top_k = 1 : i64} : tensor<?x32xf32> -> tensor<?x32xf32>
-    return %y : tensor<?x32xf32>
+fm.model @m attributes {family = "vit", hidden_size = 32 : i64, vocab_size = 1 : i64} {
+  func.func @encode(%img: tensor<3x16x16xf32>) -> tensor<4x32xf32> attributes {fm.phase = "encode"} {
+    %w = fm.param "w" : tensor<32x3x8x8xf32>
+    %b = fm.param "b" : tensor<32xf32>
+    // expected-error @+1 {{fm.patch_embed has no lowering to the CPU target yet}}
+    %p = fm.patch_embed %img, %w, %b {patch_size = 8 : i64} : tensor<3x16x16xf32>, tensor<32x3x8x8xf32>, tensor<32xf32> -> tensor<4x32xf32>
+    return %p : tensor<4x32xf32>
   }
 }
 
