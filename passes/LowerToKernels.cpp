@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include <tuple>
 
 namespace mlir::fm {
 #define GEN_PASS_DEF_LOWERTOKERNELSPASS
@@ -78,17 +80,34 @@ public:
       k = fmk::FakeQuantOp::create(b, loc, k.getType(), k, op.getKScale());
       v = fmk::FakeQuantOp::create(b, loc, v.getType(), v, op.getVScale());
     }
+    // An int8 cache stores round(x / s): the scales of the layer that owns
+    // the slot (a reusing layer reads with its owner's scales).
+    auto cache = SymbolTable::lookupNearestSymbolFrom<KvCacheOp>(
+        op, op.getCacheAttr());
+    bool int8 = cache && cache.getElementType().isInteger(8);
+    Value ks, vs;
+    if (int8) {
+      auto it = slotScales.find({op.getCacheAttr().getAttr(), op.getCacheSlot()});
+      if (!op.getReuse())
+        slotScales[{op.getCacheAttr().getAttr(), op.getCacheSlot()}] = {
+            op.getKScale(), op.getVScale()};
+      else if (it != slotScales.end())
+        std::tie(ks, vs) = it->second;
+      if (!op.getReuse())
+        std::tie(ks, vs) = std::make_pair(op.getKScale(), op.getVScale());
+    }
     if (k) {
-      for (auto [x, part] : {std::make_pair(k, fmk::KvPart::k),
-                             std::make_pair(v, fmk::KvPart::v)})
+      for (auto [x, part, s] : {std::make_tuple(k, fmk::KvPart::k, ks),
+                                std::make_tuple(v, fmk::KvPart::v, vs)})
         fmk::CacheWriteOp::create(b, loc, x, pos, op.getCacheAttr(),
                                   i64(op.getCacheSlot()),
-                                  fmk::KvPartAttr::get(b.getContext(), part));
+                                  fmk::KvPartAttr::get(b.getContext(), part),
+                                  int8 ? s : Value());
     }
     Value a = fmk::AttentionOp::create(
         b, loc, q.getType(), q, pos, op.getCacheAttr(), i64(op.getCacheSlot()),
         i64(h), i64(kv), i64(d), op.getScaleAttr(),
-        i64(op.isLocal() ? *op.getWindow() : 0));
+        i64(op.isLocal() ? *op.getWindow() : 0), ks, vs);
     return matmul(loc, a, op.getO());
   }
 
@@ -234,6 +253,8 @@ public:
 
 private:
   OpBuilder &b;
+  /// (cache, slot) → the K/V scales of the layer that writes it.
+  DenseMap<std::pair<Attribute, int64_t>, std::pair<Value, Value>> slotScales;
 };
 
 struct LowerToKernelsPass

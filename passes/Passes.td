@@ -80,4 +80,29 @@ def PartitionTracksPass : Pass<"fm-partition-tracks", "mlir::ModuleOp"> {
   ];
 }
 
+def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
+  let summary = "Chooses a grouped low-bit format for every projection weight";
+  let description = [{
+    Records `#fm.quant<bits, group, grid, scale = f16>` on the parameters of
+    every projection (attention q/k/v/qkv/o, MLP and expert gate/up/down,
+    an untied LM head), `embed-bits` on the token embedding (and so on a
+    tied LM head), and leaves norms, routers, gates of shared experts and KV
+    scales in full precision. A weight whose input dimension is not a
+    multiple of the group stays unquantized (warning). With `kv-bits=8`,
+    caches whose writers carry per-layer K/V scales (afm7) become int8.
+    The pass only annotates: the artifact writer packs the bytes, one tensor
+    at a time, choosing each group's scale to minimize squared error.
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", /*default=*/"2", "bits per weight: 2, 4 or 8">,
+    Option<"group", "group", "int64_t", /*default=*/"64", "weights per scale: 32, 64 or 128">,
+    Option<"grid", "grid", "std::string", /*default=*/"\"balanced\"",
+           "balanced ({-1.5,-0.5,0.5,1.5} x s for 2 bits) or affine">,
+    Option<"embedBits", "embed-bits", "std::string", /*default=*/"\"none\"",
+           "token embedding: 4, 8 or none">,
+    Option<"kvBits", "kv-bits", "std::string", /*default=*/"\"none\"",
+           "KV cache: 8 or none">
+  ];
+}
+
 #endif // FM_PASSES_TD

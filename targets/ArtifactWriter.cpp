@@ -214,7 +214,9 @@ Writer::program(func::FuncOp fn) {
                                  a.getSlot(), a.getNumHeads(),
                                  a.getNumKvHeads(), a.getHeadDim(),
                                  (float)a.getScale().convertToDouble(),
-                                 a.getWindow())
+                                 a.getWindow(),
+                                 a.getKScale() ? (int32_t)weightIndex(a.getKScale()) : -1,
+                                 a.getVScale() ? (int32_t)weightIndex(a.getVScale()) : -1)
                  .Union();
       kind = fa::Op::Attention;
     } else if (auto g = dyn_cast<fmk::GroupOp>(op)) {
@@ -358,12 +360,13 @@ Writer::write(const std::string &path,
   }
   std::vector<flatbuffers::Offset<fa::KvCache>> caches;
   for (auto c : model.getBodyBlock().getOps<mlir::fm::KvCacheOp>()) {
+    bool i8 = c.getElementType().isInteger(8);
     caches.push_back(fa::CreateKvCache(fbb, fbb.CreateString(c.getSymName().str()),
                                        c.getLayers(), c.getKvHeads(),
                                        c.getHeadDim(), c.getCapacity(),
-                                       fa::DType::F32));
+                                       i8 ? fa::DType::I8 : fa::DType::F32));
     summary.kvBytesPerToken +=
-        2ull * c.getLayers() * c.getKvHeads() * c.getHeadDim() * 4;
+        2ull * c.getLayers() * c.getKvHeads() * c.getHeadDim() * (i8 ? 1 : 4);
   }
   // Track structure, from the phases' track tags.
   uint32_t numDevices =

@@ -19,3 +19,11 @@ config.substitutions.append(("%python", config.python_numpy))
 import shutil
 if shutil.which("llvm-objdump", path=config.environment["PATH"]):
     config.available_features.add("fm-objdump")
+
+if getattr(config, "fm_have_mpi", 0):
+    config.available_features.add("mpi")
+    # Open MPI refuses root without these; CI runs as root.
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+else:
+    lit_config.note("MPI (mpirun + libopenmpi-dev) not found: the MPI tests are skipped")

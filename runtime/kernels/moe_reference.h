@@ -47,8 +47,9 @@ struct Moe {
       std::vector<int64_t> order(E);
       for (int64_t e = 0; e < E; ++e)
         order[e] = e;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return p[a] > p[b] || (p[a] == p[b] && a < b);
+      });
       double kept = 0;
       for (int64_t j = 0; j < topK; ++j)
         kept += p[order[j]];
@@ -79,8 +80,9 @@ struct Moe {
     std::vector<int64_t> order(E);
     for (int64_t e = 0; e < E; ++e)
       order[e] = e;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return logit[a] > logit[b]; });
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return logit[a] > logit[b] || (logit[a] == logit[b] && a < b);
+    });
     order.resize(topK);
     return order;
   }

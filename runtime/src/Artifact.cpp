@@ -12,10 +12,20 @@
 //     vocab_size columns, and every command is well formed: indices in range,
 //     buffers inside the arena (at max_rows rows, or 1 for last_row_only),
 //     shapes consistent with the kernels' contracts, no in/out overlap;
+//   - devices >= 1; every command's block, track and device are -1 or in
+//     range (num_track_blocks, num_tracks, devices), block and track are set
+//     together, and AllReduce commands run between blocks on every rank;
+//   - within a track section (consecutive commands of one block) no command
+//     of one track writes a buffer that another track uses, and no two
+//     tracks use one cache slot, unless the two tracks run on different
+//     devices (so never in one process);
 //   - an executable exists, with functions for every Dispatch, when any
 //     program dispatches.
 #include "Artifact.h"
 
+#include "kernels/moe.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +109,15 @@ std::string describe(const fa::BufferRef &b) {
          ")";
 }
 
+// "command 12 (model.layers.3.self_attn)", or without the layer name when
+// there is none.
+std::string commandName(const fa::Command &command, flatbuffers::uoffset_t i) {
+  std::string s = "command " + std::to_string(i);
+  if (command.layer() && command.layer()->size() > 0)
+    s += " (" + command.layer()->str() + ")";
+  return s;
+}
+
 std::string shapeString(const flatbuffers::Vector<int64_t> *shape) {
   std::string s = "[";
   for (flatbuffers::uoffset_t i = 0; i < shape->size(); ++i)
@@ -151,6 +170,10 @@ private:
   Status checkProgram(const fa::Program &program, const std::string &where);
   Status checkCommand(const fa::Program &program, const fa::Command &command,
                       const std::string &where);
+  Status checkPlacement(const fa::Command &command, const std::string &where);
+  Status checkMoe(const fa::Moe &op, u64 rows, const std::string &where);
+  Status checkSection(const fa::Program &program, flatbuffers::uoffset_t begin,
+                      flatbuffers::uoffset_t end, const std::string &where);
   Status checkExecutable();
 
   // Empty when `b` is usable for `rows` rows, else why not.
@@ -207,6 +230,9 @@ Status Checker::run(bool *hasDispatch) {
   numFunctions_ = hasExecutable_ ? root_.executable()->functions()->size() : 0;
   FM_RETURN_IF_ERROR(checkWeights());
   FM_RETURN_IF_ERROR(checkCaches());
+
+  if (root_.devices() == 0)
+    return Status::error(name_ + ": devices is 0 (a model runs on at least one)");
 
   const auto *programs = root_.programs();
   if (programs->size() > 0 && root_.vocab_size() == 0)
@@ -318,10 +344,207 @@ Status Checker::checkProgram(const fa::Program &program,
   const auto *commands = program.commands();
   for (flatbuffers::uoffset_t i = 0; i < commands->size(); ++i) {
     const fa::Command *command = commands->Get(i);
-    std::string at = where + " command " + std::to_string(i);
-    if (command->layer() && command->layer()->size() > 0)
-      at += " (" + command->layer()->str() + ")";
+    std::string at = where + " " + commandName(*command, i);
+    FM_RETURN_IF_ERROR(checkPlacement(*command, at));
     FM_RETURN_IF_ERROR(checkCommand(program, *command, at));
+  }
+  // Track sections: runs of commands of one block.
+  for (flatbuffers::uoffset_t i = 0; i < commands->size();) {
+    const int32_t block = commands->Get(i)->block();
+    flatbuffers::uoffset_t end = i + 1;
+    if (block >= 0) {
+      while (end < commands->size() && commands->Get(end)->block() == block)
+        ++end;
+      FM_RETURN_IF_ERROR(checkSection(program, i, end, where));
+    }
+    i = end;
+  }
+  return Status::ok();
+}
+
+Status Checker::checkPlacement(const fa::Command &command,
+                               const std::string &where) {
+  const int32_t block = command.block(), track = command.track(),
+                device = command.device();
+  for (auto [what, value] : {std::pair<const char *, int32_t>{"block", block},
+                             {"track", track},
+                             {"device", device}})
+    if (value < -1)
+      return fail(where, std::string(what) + " " + std::to_string(value) +
+                             " is invalid (-1 or an index)");
+  if ((block >= 0) != (track >= 0))
+    return fail(where, "block " + std::to_string(block) + " with track " +
+                           std::to_string(track) +
+                           ": a command of a track block names both");
+  if (block >= 0 && u64(block) >= root_.num_track_blocks())
+    return fail(where, "block " + std::to_string(block) + " out of range (" +
+                           std::to_string(root_.num_track_blocks()) +
+                           " track blocks)");
+  if (track >= 0 && u64(track) >= root_.num_tracks())
+    return fail(where, "track " + std::to_string(track) + " out of range (" +
+                           std::to_string(root_.num_tracks()) + " tracks)");
+  if (device >= 0 && u64(device) >= root_.devices())
+    return fail(where, "device " + std::to_string(device) +
+                           " out of range (the model is partitioned for " +
+                           std::to_string(root_.devices()) +
+                           (root_.devices() == 1 ? " device)" : " devices)"));
+  if (command.op_type() == fa::Op::AllReduce) {
+    if (block >= 0)
+      return fail(where, "an AllReduce cannot be inside track block " +
+                             std::to_string(block) +
+                             ": collectives run between blocks");
+    if (device >= 0)
+      return fail(where, "an AllReduce runs on every rank (device -1), not "
+                         "only on device " +
+                             std::to_string(device));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// One buffer use of a command in a track section.
+struct Access {
+  u64 lo = 0, hi = 0; // floats [lo, hi) that the buffer may touch
+  const fa::BufferRef *ref = nullptr;
+  u64 rows = 0;
+  int32_t track = 0, device = 0;
+  bool write = false;
+  flatbuffers::uoffset_t command = 0;
+  const char *what = "";
+};
+
+// Whether commands of devices a and b can run in one process.
+bool sameProcess(int32_t a, int32_t b) { return a < 0 || b < 0 || a == b; }
+
+} // namespace
+
+// Tracks of a section run concurrently: a buffer that one track writes must
+// not be used by another, and a cache slot belongs to one track. Reads may
+// be shared (every track reads the block's input). The schema does not say
+// which arguments generated code writes: Dispatch buffers count as reads
+// here, and the compiler's guarantee covers them.
+Status Checker::checkSection(const fa::Program &program,
+                             flatbuffers::uoffset_t begin,
+                             flatbuffers::uoffset_t end,
+                             const std::string &where) {
+  const auto *commands = program.commands();
+  std::vector<Access> accesses;
+  struct SlotUse {
+    uint32_t cache, slot;
+    int32_t track, device;
+    flatbuffers::uoffset_t command;
+  };
+  std::vector<SlotUse> slots;
+  for (flatbuffers::uoffset_t i = begin; i < end; ++i) {
+    const fa::Command &c = *commands->Get(i);
+    const u64 rows = c.last_row_only() ? 1 : program.max_rows();
+    auto use = [&](const char *what, const fa::BufferRef *b, bool write,
+                   u64 r) {
+      if (!b || b->width() == 0)
+        return;
+      Access a;
+      a.lo = b->offset();
+      a.hi = bufferEnd(*b, r);
+      a.ref = b;
+      a.rows = r;
+      a.track = c.track();
+      a.device = c.device();
+      a.write = write;
+      a.command = i;
+      a.what = what;
+      accesses.push_back(a);
+    };
+    auto slot = [&](uint32_t cache, uint32_t s) {
+      slots.push_back({cache, s, c.track(), c.device(), i});
+    };
+    switch (c.op_type()) {
+    case fa::Op::Embed:
+      use("out", c.op_as_Embed()->out(), true, rows);
+      break;
+    case fa::Op::MatMul:
+      use("x", c.op_as_MatMul()->x(), false, rows);
+      use("y", c.op_as_MatMul()->y(), true, rows);
+      break;
+    case fa::Op::Attention:
+      use("q", c.op_as_Attention()->q(), false, rows);
+      use("out", c.op_as_Attention()->out(), true, rows);
+      slot(c.op_as_Attention()->cache(), c.op_as_Attention()->slot());
+      break;
+    case fa::Op::Dispatch:
+      for (const fa::Arg *arg : *c.op_as_Dispatch()->args()) {
+        if (arg->kind() == fa::ArgKind::Buffer)
+          use("argument", arg->buffer(), false, rows);
+        else if (arg->kind() != fa::ArgKind::Weight)
+          slot(arg->index(), arg->slot());
+      }
+      break;
+    case fa::Op::CopyLastRow:
+      use("src", c.op_as_CopyLastRow()->src(), false, rows);
+      use("dst", c.op_as_CopyLastRow()->dst(), true, 1);
+      break;
+    case fa::Op::Moe:
+      use("x", c.op_as_Moe()->x(), false, rows);
+      use("y", c.op_as_Moe()->y(), true, rows);
+      break;
+    default:
+      break; // AllReduce is rejected inside blocks.
+    }
+  }
+
+  auto name = [&](flatbuffers::uoffset_t i) {
+    return commandName(*commands->Get(i), i) + " of track " +
+           std::to_string(commands->Get(i)->track());
+  };
+  const std::string block =
+      where + " block " + std::to_string(commands->Get(begin)->block());
+  const std::string why =
+      ": the tracks of a block run concurrently and need disjoint buffers";
+
+  // By slot, then command order: the uses of one slot are neighbors.
+  std::sort(slots.begin(), slots.end(), [](const SlotUse &a, const SlotUse &b) {
+    return a.cache != b.cache   ? a.cache < b.cache
+           : a.slot != b.slot   ? a.slot < b.slot
+                                : a.command < b.command;
+  });
+  for (size_t i = 0; i < slots.size(); ++i)
+    for (size_t j = i; j-- > 0 && slots[j].cache == slots[i].cache &&
+                       slots[j].slot == slots[i].slot;) {
+      const SlotUse &a = slots[j], &b = slots[i];
+      if (a.track != b.track && sameProcess(a.device, b.device))
+        return Status::error(
+            name_ + ": " + block + ": " + name(b.command) + " uses cache " +
+            std::to_string(b.cache) + " slot " + std::to_string(b.slot) +
+            " of " + name(a.command) + ": the tracks of a block run "
+            "concurrently and need their own caches");
+    }
+
+  // A sweep over the accesses by start: each is compared with those that
+  // start before it and are still open.
+  std::sort(accesses.begin(), accesses.end(),
+            [](const Access &a, const Access &b) {
+              return a.lo < b.lo || (a.lo == b.lo && a.command < b.command);
+            });
+  std::vector<const Access *> open;
+  for (const Access &a : accesses) {
+    open.erase(std::remove_if(open.begin(), open.end(),
+                              [&](const Access *b) { return b->hi <= a.lo; }),
+               open.end());
+    for (const Access *b : open) {
+      if (b->track == a.track || !(a.write || b->write) ||
+          !sameProcess(a.device, b->device) ||
+          !mayOverlap(*a.ref, a.rows, *b->ref, b->rows))
+        continue;
+      const Access &first = a.command < b->command ? a : *b;
+      const Access &second = a.command < b->command ? *b : a;
+      return Status::error(name_ + ": " + block + ": " + name(second.command) +
+                           (second.write ? " writes " : " reads ") +
+                           second.what + " buffer " + describe(*second.ref) +
+                           ", which overlaps " + first.what + " buffer " +
+                           describe(*first.ref) + " of " + name(first.command) +
+                           why);
+    }
+    open.push_back(&a);
   }
   return Status::ok();
 }
@@ -479,12 +702,153 @@ Status Checker::checkCommand(const fa::Program &program,
     return buffer("dst", *op.dst(), 1);
   }
 
+  case fa::Op::Moe:
+    return checkMoe(*command.op_as_Moe(), rows, where);
+
+  case fa::Op::AllReduce:
+    return buffer("buffer", *command.op_as_AllReduce()->buffer(), rows);
+
   case fa::Op::NONE:
     return fail(where, "command has no op");
   }
   return fail(where, "unknown op kind " +
                          std::to_string(static_cast<unsigned>(command.op_type())) +
                          " (newer than this runtime?)");
+}
+
+Status Checker::checkMoe(const fa::Moe &op, u64 rows,
+                         const std::string &where) {
+  const u64 K = op.x()->width(), E = op.gate()->size();
+  if (E == 0)
+    return fail(where, "moe has no experts");
+  if (op.up()->size() != E || op.down()->size() != E)
+    return fail(where, "moe has " + std::to_string(E) + " gate, " +
+                           std::to_string(op.up()->size()) + " up and " +
+                           std::to_string(op.down()->size()) +
+                           " down weights: every expert needs one of each");
+  if (op.top_k() == 0 || op.top_k() > E)
+    return fail(where, "top_k " + std::to_string(op.top_k()) +
+                           " is not in 1.." + std::to_string(E) + " (" +
+                           std::to_string(E) + " experts)");
+  if (K == 0)
+    return fail(where, "x width is 0");
+  if (op.y()->width() != K)
+    return fail(where, "y width " + std::to_string(op.y()->width()) +
+                           " is not x width " + std::to_string(K));
+
+  // Every weight: in range, f32 or f16 like the router, of shape [rows, cols].
+  fa::DType dtype = fa::DType::F32;
+  auto weight = [&](const std::string &role, int64_t index, u64 rowsWanted,
+                    u64 colsWanted, const std::string &meaning) -> Status {
+    if (std::string p = weightIndexProblem(static_cast<uint32_t>(index));
+        !p.empty())
+      return fail(where, role + ": " + p);
+    const fa::Weight *w = root_.weights()->Get(static_cast<uint32_t>(index));
+    const std::string what =
+        role + " " + weightName(static_cast<uint32_t>(index));
+    if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16)
+      return fail(where, what + " is " + dtypeName(w->dtype()) +
+                             " (moe reads f32 or f16 weights)");
+    if (w->dtype() != dtype)
+      return fail(where, what + " is " + dtypeName(w->dtype()) +
+                             " but the router is " + dtypeName(dtype));
+    const auto *shape = w->shape();
+    if (shape->size() != 2 || u64(shape->Get(0)) != rowsWanted ||
+        u64(shape->Get(1)) != colsWanted)
+      return fail(where, what + " has shape " + shapeString(shape) +
+                             ", expected [" + std::to_string(rowsWanted) +
+                             ", " + std::to_string(colsWanted) + "] (" +
+                             meaning + ")");
+    return Status::ok();
+  };
+  if (std::string p = weightIndexProblem(op.router()); !p.empty())
+    return fail(where, "router: " + p);
+  dtype = root_.weights()->Get(op.router())->dtype();
+  FM_RETURN_IF_ERROR(weight("router", op.router(), E, K, "experts, x width"));
+
+  const fa::Weight *gate0 = nullptr;
+  if (std::string p = weightIndexProblem(op.gate()->Get(0)); !p.empty())
+    return fail(where, "expert 0 gate: " + p);
+  gate0 = root_.weights()->Get(op.gate()->Get(0));
+  if (gate0->shape()->size() != 2 || gate0->shape()->Get(0) <= 0)
+    return fail(where, "expert 0 gate " + weightName(op.gate()->Get(0)) +
+                           " has shape " + shapeString(gate0->shape()) +
+                           ", expected [intermediate, " + std::to_string(K) +
+                           "] with intermediate > 0");
+  const u64 I = gate0->shape()->Get(0);
+  for (u64 e = 0; e < E; ++e) {
+    const std::string expert = "expert " + std::to_string(e);
+    const auto i = static_cast<flatbuffers::uoffset_t>(e);
+    FM_RETURN_IF_ERROR(weight(expert + " gate", op.gate()->Get(i), I, K,
+                              "intermediate, x width"));
+    FM_RETURN_IF_ERROR(weight(expert + " up", op.up()->Get(i), I, K,
+                              "intermediate, x width"));
+    FM_RETURN_IF_ERROR(weight(expert + " down", op.down()->Get(i), K, I,
+                              "x width, intermediate"));
+  }
+
+  const int32_t shared[4] = {op.shared_gate(), op.shared_up(),
+                             op.shared_down(), op.shared_expert_gate()};
+  const char *sharedNames[4] = {"shared_gate", "shared_up", "shared_down",
+                                "shared_expert_gate"};
+  int present = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (shared[i] < -1)
+      return fail(where, std::string(sharedNames[i]) + " " +
+                             std::to_string(shared[i]) +
+                             " is invalid (-1 or a weight index)");
+    present += shared[i] >= 0;
+  }
+  u64 sharedI = 0;
+  if (present != 0 && present != 4) {
+    std::string given;
+    for (int i = 0; i < 4; ++i)
+      if (shared[i] >= 0)
+        given += std::string(given.empty() ? "" : ", ") + sharedNames[i];
+    return fail(where, "a shared expert needs all of shared_gate, shared_up, "
+                       "shared_down and shared_expert_gate (given: " +
+                           given + ")");
+  }
+  if (present == 4) {
+    if (std::string p = weightIndexProblem(shared[0]); !p.empty())
+      return fail(where, "shared gate: " + p);
+    const fa::Weight *sg = root_.weights()->Get(shared[0]);
+    if (sg->shape()->size() != 2 || sg->shape()->Get(0) <= 0)
+      return fail(where, "shared gate " + weightName(shared[0]) +
+                             " has shape " + shapeString(sg->shape()) +
+                             ", expected [intermediate, " + std::to_string(K) +
+                             "] with intermediate > 0");
+    sharedI = sg->shape()->Get(0);
+    FM_RETURN_IF_ERROR(weight("shared gate", shared[0], sharedI, K,
+                              "shared intermediate, x width"));
+    FM_RETURN_IF_ERROR(weight("shared up", shared[1], sharedI, K,
+                              "shared intermediate, x width"));
+    FM_RETURN_IF_ERROR(weight("shared down", shared[2], K, sharedI,
+                              "x width, shared intermediate"));
+    FM_RETURN_IF_ERROR(weight("shared expert gate", shared[3], 1, K,
+                              "1, x width"));
+  }
+
+  if (std::string p = bufferProblem("x", *op.x(), rows); !p.empty())
+    return fail(where, p);
+  if (std::string p = bufferProblem("y", *op.y(), rows); !p.empty())
+    return fail(where, p);
+  if (mayOverlap(*op.x(), rows, *op.y(), rows))
+    return fail(where, "y buffer " + describe(*op.y()) +
+                           " overlaps x buffer " + describe(*op.x()));
+  kernels::MoeShape shape;
+  shape.rows = static_cast<int64_t>(rows);
+  shape.hidden = static_cast<int64_t>(K);
+  shape.experts = static_cast<int64_t>(E);
+  shape.intermediate = static_cast<int64_t>(I);
+  shape.topK = op.top_k();
+  shape.sharedIntermediate = static_cast<int64_t>(sharedI);
+  const u64 scratch = kernels::moeScratchFloats(shape);
+  if (scratch > kMaxFloats)
+    return fail(where, "moe needs " + std::to_string(scratch) +
+                           " floats of scratch, more than this runtime "
+                           "allocates");
+  return Status::ok();
 }
 
 Status Checker::checkExecutable() {

@@ -3,8 +3,10 @@
 
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/moe.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -89,16 +91,17 @@ void FloatBlock::release() {
 
 Expected<std::unique_ptr<Executor>>
 Executor::create(const Artifact &artifact, const CpuExecutable *executable,
-                 int threads) {
+                 int threads, Communicator *comm) {
   std::unique_ptr<Executor> e(new Executor());
-  FM_RETURN_IF_ERROR(e->build(artifact, executable, threads));
+  FM_RETURN_IF_ERROR(e->build(artifact, executable, threads, comm));
   return e;
 }
 
 Executor::~Executor() = default;
 
 Status Executor::build(const Artifact &artifact,
-                       const CpuExecutable *executable, int threads) {
+                       const CpuExecutable *executable, int threads,
+                       Communicator *comm) {
   const fa::Artifact &root = artifact.root();
   name_ = artifact.name();
   vocab_ = root.vocab_size();
@@ -106,6 +109,27 @@ Status Executor::build(const Artifact &artifact,
     return Status::error(name_ + ": cannot allocate " + what + " (" +
                          std::to_string(floats * sizeof(float)) + " bytes)");
   };
+
+  // Which device's commands this rank runs. A partitioned model needs one
+  // rank per device: with fewer, some device's partial sums would be
+  // missing; with more, they would be counted twice.
+  if (comm)
+    comm_ = comm;
+  const int64_t devices = root.devices(), ranks = comm_->size();
+  if (ranks != devices && (devices > 1 || ranks > 1)) {
+    if (ranks == 1)
+      return Status::error(name_ + " is partitioned for " +
+                           std::to_string(devices) +
+                           " devices: run it on as many ranks (mpirun -np " +
+                           std::to_string(devices) + ")");
+    return Status::error(name_ + " is partitioned for " +
+                         std::to_string(devices) +
+                         (devices == 1 ? " device" : " devices") +
+                         " but mpirun started " + std::to_string(ranks) +
+                         " ranks");
+  }
+  device_ = static_cast<int>(comm_->rank() % devices);
+  pool_ = std::make_unique<ThreadPool>(threads);
 
   // KV caches.
   const auto *caches = root.caches();
@@ -131,7 +155,7 @@ Status Executor::build(const Artifact &artifact,
 
   // One arena serves every program: programs share nothing through it.
   uint64_t arenaFloats = 0;
-  size_t numArgs = 0, numGroups = 0;
+  size_t numArgs = 0, numGroups = 0, numMoes = 0, numExperts = 0;
   for (const fa::Program *program : *root.programs()) {
     arenaFloats = std::max<uint64_t>(arenaFloats, program->arena_floats());
     for (const fa::Command *command : *program->commands()) {
@@ -139,6 +163,10 @@ Status Executor::build(const Artifact &artifact,
         numArgs += d->args()->size();
       if (const fa::MatMul *m = command->op_as_MatMul())
         numGroups += m->weights()->size();
+      if (const fa::Moe *m = command->op_as_Moe()) {
+        ++numMoes;
+        numExperts += m->gate()->size();
+      }
     }
   }
   if (!arena_.allocate(arenaFloats))
@@ -146,9 +174,13 @@ Status Executor::build(const Artifact &artifact,
   // Stable storage: steps point into these.
   args_.assign(numArgs, nullptr);
   groups_.reserve(numGroups);
+  moes_.reserve(numMoes);
+  moeWeights_.reserve(3 * numExperts);
   size_t nextArg = 0;
 
-  uint64_t scratchX = 0, scratchY = 0;
+  // Per-lane scratch sizes, and how many lanes run at once.
+  uint64_t scratchX = 0, scratchY = 0, scratchMoe = 0, scratchReduce = 0;
+  int lanes = 1;
   float *arena = arena_.data();
   auto ref = [&](const fa::BufferRef &b) {
     Ref r;
@@ -167,11 +199,24 @@ Status Executor::build(const Artifact &artifact,
     p.logitsStride = program->logits()->stride();
     p.steps.reserve(program->commands()->size());
     uint32_t index = 0;
+    // Sections follow the artifact's command order: a run of commands of
+    // one block (whichever of them this rank drops).
+    int32_t lastBlock = -1;
+    uint32_t sectionSerial = 0;
+    std::vector<uint32_t> stepSerial; // per step: its section's serial
     for (const fa::Command *command : *program->commands()) {
+      const uint32_t commandIndex = index++;
+      const int32_t block = command->block();
+      if (block >= 0 && block != lastBlock)
+        ++sectionSerial;
+      lastBlock = block;
+      if (command->device() >= 0 && command->device() != device_)
+        continue; // Another rank's share.
       Step s;
       s.op = static_cast<uint8_t>(command->op_type());
       s.lastRowOnly = command->last_row_only();
-      s.command = index++;
+      s.command = commandIndex;
+      s.track = block >= 0 ? command->track() : -1;
       const int64_t rows = s.lastRowOnly ? 1 : p.maxRows;
       switch (command->op_type()) {
       case fa::Op::Embed: {
@@ -266,18 +311,107 @@ Status Executor::build(const Artifact &artifact,
         s.b = ref(*op.dst());
         break;
       }
+      case fa::Op::Moe: {
+        const fa::Moe &op = *command->op_as_Moe();
+        const auto *weights = root.weights();
+        s.a = ref(*op.x());
+        s.b = ref(*op.y());
+        kernels::MoeArgs m;
+        m.shape.hidden = op.x()->width();
+        m.shape.experts = op.gate()->size();
+        m.shape.intermediate = weights->Get(op.gate()->Get(0))->shape()->Get(0);
+        m.shape.topK = op.top_k();
+        m.normTopk = op.norm_topk();
+        m.accumulate = op.accumulate();
+        m.f16 = weights->Get(op.router())->dtype() == fa::DType::F16;
+        m.router = artifact.weightData(op.router());
+        const size_t first = moeWeights_.size();
+        for (const auto *list : {op.gate(), op.up(), op.down()})
+          for (uint32_t w : *list)
+            moeWeights_.push_back(artifact.weightData(w));
+        const size_t E = op.gate()->size();
+        m.gate = moeWeights_.data() + first;
+        m.up = m.gate + E;
+        m.down = m.up + E;
+        if (op.shared_gate() >= 0) {
+          m.shape.sharedIntermediate =
+              weights->Get(op.shared_gate())->shape()->Get(0);
+          m.sharedGate = artifact.weightData(op.shared_gate());
+          m.sharedUp = artifact.weightData(op.shared_up());
+          m.sharedDown = artifact.weightData(op.shared_down());
+          m.sharedExpertGate = artifact.weightData(op.shared_expert_gate());
+        }
+        kernels::MoeShape planned = m.shape;
+        planned.rows = rows;
+        scratchMoe = std::max<uint64_t>(scratchMoe,
+                                        kernels::moeScratchFloats(planned));
+        s.moe = static_cast<uint32_t>(moes_.size());
+        moes_.push_back(m);
+        break;
+      }
+      case fa::Op::AllReduce: {
+        const fa::AllReduce &op = *command->op_as_AllReduce();
+        s.a = ref(*op.buffer());
+        s.scale = op.scale();
+        if (rows > 1 && s.a.stride != s.a.width)
+          scratchReduce =
+              std::max<uint64_t>(scratchReduce, uint64_t(rows) * s.a.width);
+        break;
+      }
       case fa::Op::NONE:
         break; // Rejected by the loader.
       }
       p.steps.push_back(s);
+      stepSerial.push_back(block >= 0 ? sectionSerial : 0);
+    }
+
+    // Sections: runs of steps with one section serial, regrouped by track
+    // (tracks ascending, each in command order).
+    for (size_t i = 0; i < p.steps.size();) {
+      if (stepSerial[i] == 0) {
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      while (end < p.steps.size() && stepSerial[end] == stepSerial[i])
+        ++end;
+      Section sec;
+      sec.begin = static_cast<uint32_t>(i);
+      sec.end = static_cast<uint32_t>(end);
+      std::vector<int32_t> tracks;
+      for (size_t j = i; j < end; ++j)
+        tracks.push_back(p.steps[j].track);
+      std::sort(tracks.begin(), tracks.end());
+      tracks.erase(std::unique(tracks.begin(), tracks.end()), tracks.end());
+      for (int32_t t : tracks) {
+        sec.trackBegin.push_back(static_cast<uint32_t>(sec.order.size()));
+        for (size_t j = i; j < end; ++j)
+          if (p.steps[j].track == t)
+            sec.order.push_back(static_cast<uint32_t>(j));
+      }
+      sec.trackBegin.push_back(static_cast<uint32_t>(sec.order.size()));
+      const int32_t id = static_cast<int32_t>(p.sections.size());
+      for (size_t j = i; j < end; ++j)
+        p.steps[j].section = id;
+      lanes = std::max(lanes, sec.numTracks());
+      p.sections.push_back(std::move(sec));
+      i = end;
     }
     programs_.push_back(std::move(p));
   }
-  if (!scratchX_.allocate(scratchX))
-    return outOfMemory("matmul scratch", scratchX);
-  if (!scratchY_.allocate(scratchY))
-    return outOfMemory("matmul scratch", scratchY);
-  pool_ = std::make_unique<ThreadPool>(threads);
+
+  // A lane per track that may run at once (one, on one thread).
+  if (pool_->numThreads() == 1)
+    lanes = 1;
+  lanes_.resize(lanes);
+  for (Lane &lane : lanes_) {
+    if (!lane.x.allocate(scratchX) || !lane.y.allocate(scratchY))
+      return outOfMemory("matmul scratch", std::max(scratchX, scratchY));
+    if (!lane.moe.allocate(scratchMoe))
+      return outOfMemory("moe scratch", scratchMoe);
+  }
+  if (!reduceScratch_.allocate(scratchReduce))
+    return outOfMemory("all-reduce scratch", scratchReduce);
   return Status::ok();
 }
 
@@ -324,57 +458,90 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
                              " calls generated code, which was not loaded "
                              "(LoadOptions::loadExecutable)");
 
-  for (const Step &s : p.steps) {
-    // A last_row_only command sees a 1-row chunk at the chunk's last
-    // position; its buffers hold that one row.
-    const int64_t M = s.lastRowOnly ? 1 : rows;
-    const int64_t at = s.lastRowOnly ? pos + rows - 1 : pos;
-    switch (static_cast<fa::Op>(s.op)) {
-    case fa::Op::Embed: {
-      const int32_t *ids = s.lastRowOnly ? tokens + rows - 1 : tokens;
-      const int64_t width = s.a.width;
-      for (int64_t r = 0; r < M && width > 0; ++r) {
-        float *out = s.a.p + r * s.a.stride;
-        if (s.f16) {
-          const uint16_t *row = static_cast<const uint16_t *>(s.table) +
-                                int64_t(ids[r]) * width;
-          for (int64_t c = 0; c < width; ++c)
-            out[c] = kernels::halfToFloat(row[c]);
-        } else {
-          std::memcpy(out,
-                      static_cast<const float *>(s.table) + int64_t(ids[r]) * width,
-                      width * sizeof(float));
-        }
+  ThreadPool *pool = pool_.get();
+  const bool concurrentTracks = pool->numThreads() > 1;
+  for (size_t i = 0; i < p.steps.size();) {
+    const Step &first = p.steps[i];
+    if (first.section >= 0 && concurrentTracks) {
+      const Section &sec = p.sections[first.section];
+      i = sec.end;
+      if (sec.numTracks() > 1) {
+        // Each track's steps in order, tracks concurrently; the kernels of
+        // a track run single-threaded on the track's lane. Steps inside a
+        // section cannot fail (AllReduce is never in one).
+        pool->parallelFor(sec.numTracks(), [&](int64_t begin, int64_t end) {
+          for (int64_t t = begin; t < end; ++t)
+            for (uint32_t j = sec.trackBegin[t]; j < sec.trackBegin[t + 1]; ++j)
+              (void)runStep(p.steps[sec.order[j]], tokens, rows, pos, nullptr,
+                            lanes_[t]);
+        });
+        continue;
       }
-      break;
+      for (uint32_t j = sec.begin; j < sec.end; ++j)
+        FM_RETURN_IF_ERROR(runStep(p.steps[j], tokens, rows, pos, pool, lanes_[0]));
+      continue;
     }
-    case fa::Op::MatMul:
-      matmul(s, M);
-      break;
-    case fa::Op::Attention:
-      attention(s, M, at);
-      break;
-    case fa::Op::Dispatch:
-      s.fn(s.args, M, at);
-      break;
-    case fa::Op::CopyLastRow:
-      if (s.a.width > 0)
-        std::memmove(s.b.p, s.a.p + (M - 1) * s.a.stride,
-                     s.a.width * sizeof(float));
-      break;
-    case fa::Op::NONE:
-      break;
-    }
+    FM_RETURN_IF_ERROR(runStep(first, tokens, rows, pos, pool, lanes_[0]));
+    ++i;
   }
   return Status::ok();
 }
 
-void Executor::matmul(const Step &s, int64_t M) {
-  ThreadPool *pool = pool_.get();
+Status Executor::runStep(const Step &s, const int32_t *tokens, int64_t rows,
+                         int64_t pos, ThreadPool *pool, Lane &lane) {
+  // A last_row_only command sees a 1-row chunk at the chunk's last
+  // position; its buffers hold that one row.
+  const int64_t M = s.lastRowOnly ? 1 : rows;
+  const int64_t at = s.lastRowOnly ? pos + rows - 1 : pos;
+  switch (static_cast<fa::Op>(s.op)) {
+  case fa::Op::Embed: {
+    const int32_t *ids = s.lastRowOnly ? tokens + rows - 1 : tokens;
+    const int64_t width = s.a.width;
+    for (int64_t r = 0; r < M && width > 0; ++r) {
+      float *out = s.a.p + r * s.a.stride;
+      if (s.f16) {
+        const uint16_t *row = static_cast<const uint16_t *>(s.table) +
+                              int64_t(ids[r]) * width;
+        for (int64_t c = 0; c < width; ++c)
+          out[c] = kernels::halfToFloat(row[c]);
+      } else {
+        std::memcpy(out,
+                    static_cast<const float *>(s.table) + int64_t(ids[r]) * width,
+                    width * sizeof(float));
+      }
+    }
+    break;
+  }
+  case fa::Op::MatMul:
+    matmul(s, M, pool, lane);
+    break;
+  case fa::Op::Attention:
+    attention(s, M, at, pool);
+    break;
+  case fa::Op::Dispatch:
+    s.fn(s.args, M, at);
+    break;
+  case fa::Op::CopyLastRow:
+    if (s.a.width > 0)
+      std::memmove(s.b.p, s.a.p + (M - 1) * s.a.stride,
+                   s.a.width * sizeof(float));
+    break;
+  case fa::Op::Moe:
+    moe(s, M, pool, lane);
+    break;
+  case fa::Op::AllReduce:
+    return allReduce(s, M);
+  case fa::Op::NONE:
+    break;
+  }
+  return Status::ok();
+}
+
+void Executor::matmul(const Step &s, int64_t M, ThreadPool *pool, Lane &lane) {
   // The kernel takes dense rows: gather a strided x first.
   const float *x = s.a.p;
   if (M > 1 && s.a.stride != s.k) {
-    float *dense = scratchX_.data();
+    float *dense = lane.x.data();
     for (int64_t r = 0; r < M; ++r)
       std::memcpy(dense + r * s.k, s.a.p + r * s.a.stride, s.k * sizeof(float));
     x = dense;
@@ -396,7 +563,7 @@ void Executor::matmul(const Step &s, int64_t M) {
     }
     // y's rows are wider than this group's columns: go through dense
     // scratch (bringing y's values in when accumulating).
-    float *dense = scratchY_.data();
+    float *dense = lane.y.data();
     const size_t bytes = g.rows * sizeof(float);
     if (s.accumulate)
       for (int64_t r = 0; r < M; ++r)
@@ -407,7 +574,8 @@ void Executor::matmul(const Step &s, int64_t M) {
   }
 }
 
-void Executor::attention(const Step &s, int64_t S, int64_t pos0) {
+void Executor::attention(const Step &s, int64_t S, int64_t pos0,
+                         ThreadPool *pool) {
   kernels::AttentionArgs a;
   a.H = s.heads;
   a.KVH = s.kvHeads;
@@ -423,7 +591,7 @@ void Executor::attention(const Step &s, int64_t S, int64_t pos0) {
     a.out = s.b.p;
     a.S = S;
     a.pos0 = pos0;
-    kernels::attention(a, pool_.get());
+    kernels::attention(a, pool);
     return;
   }
   // The kernel takes dense rows: one call per strided row.
@@ -432,8 +600,52 @@ void Executor::attention(const Step &s, int64_t S, int64_t pos0) {
     a.out = s.b.p + r * s.b.stride;
     a.S = 1;
     a.pos0 = pos0 + r;
-    kernels::attention(a, pool_.get());
+    kernels::attention(a, pool);
   }
+}
+
+void Executor::moe(const Step &s, int64_t M, ThreadPool *pool, Lane &lane) {
+  kernels::MoeArgs a = moes_[s.moe];
+  a.shape.rows = M;
+  a.x = s.a.p;
+  a.xStride = s.a.stride;
+  a.y = s.b.p;
+  a.yStride = s.b.stride;
+  kernels::moe(a, lane.moe.data(), pool);
+}
+
+Status Executor::allReduce(const Step &s, int64_t M) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t width = s.a.width;
+  if (width > 0) {
+    const bool dense = M == 1 || s.a.stride == width;
+    float *data = s.a.p;
+    if (comm_->size() > 1) {
+      // One collective per call: a strided buffer is packed first.
+      if (!dense) {
+        data = reduceScratch_.data();
+        for (int64_t r = 0; r < M; ++r)
+          std::memcpy(data + r * width, s.a.p + r * s.a.stride,
+                      width * sizeof(float));
+      }
+      FM_RETURN_IF_ERROR(comm_->allReduceSum(data, M * width));
+      if (!dense)
+        for (int64_t r = 0; r < M; ++r)
+          std::memcpy(s.a.p + r * s.a.stride, data + r * width,
+                      width * sizeof(float));
+    }
+    if (s.scale != 1.0f)
+      for (int64_t r = 0; r < M; ++r) {
+        float *row = s.a.p + r * s.a.stride;
+        for (int64_t c = 0; c < width; ++c)
+          row[c] *= s.scale;
+      }
+  }
+  collectives_.allReduces += 1;
+  collectives_.ms += std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+  return Status::ok();
 }
 
 } // namespace fm::rt

@@ -4,7 +4,9 @@
 
 #include "Artifact.h"
 #include "CpuExecutable.h"
+#include "fm/communicator.h"
 #include "fm/status.h"
+#include "kernels/moe.h"
 #include "src/ThreadPool.h"
 
 #include <cstddef>
@@ -39,19 +41,32 @@ private:
   bool mapped_ = false;
 };
 
+/// Counters of the collectives a session ran.
+struct CollectiveStats {
+  int64_t allReduces = 0; // AllReduce commands run
+  double ms = 0.0;        // wall time in them (the reduction and the scale)
+};
+
 /// The state one session runs in: an arena (the largest program's), the KV
 /// caches (zeroed; per cache, slot s holds K then V, each
 /// [capacity][kv_heads * head_dim]), scratch for matmuls with strided
-/// operands, and a thread pool. Programs are translated into steps with
-/// resolved pointers once, at create(): run() allocates nothing.
+/// operands and for Moe, and a thread pool. Programs are translated into
+/// steps with resolved pointers once, at create(): run() allocates nothing.
+///
+/// Track sections (consecutive commands of one track block) run their
+/// tracks concurrently, one task per track on the pool, each calling the
+/// kernels single-threaded with its own scratch ("lane"). Commands of
+/// another device than this rank's are dropped at create().
 class Executor {
 public:
   /// `artifact` and `executable` (null when the generated code is not
   /// loaded; programs that dispatch then fail in run()) must outlive the
-  /// executor.
+  /// executor, and so must `comm` (null: this process alone). A model
+  /// partitioned over N > 1 devices needs exactly N ranks; rank r runs
+  /// device r's commands and those of no particular device (-1).
   static Expected<std::unique_ptr<Executor>>
   create(const Artifact &artifact, const CpuExecutable *executable,
-         int threads);
+         int threads, Communicator *comm = nullptr);
   ~Executor();
 
   /// Program index of `phase`, or -1.
@@ -66,6 +81,11 @@ public:
   int64_t capacity() const { return capacity_; }
   int64_t vocab() const { return vocab_; }
   int threads() const { return pool_->numThreads(); }
+  /// The communicator (a SingleProcess one when none was given).
+  Communicator &comm() const { return *comm_; }
+  /// The artifact's device this rank runs.
+  int device() const { return device_; }
+  const CollectiveStats &collectiveStats() const { return collectives_; }
 
   /// Runs `program` on `rows` tokens at positions pos .. pos + rows - 1.
   /// Requires 1 <= rows <= max_rows, pos + rows <= every cache's capacity,
@@ -95,17 +115,31 @@ private:
     uint8_t op = 0; // fm::artifact::Op
     bool lastRowOnly = false;
     uint32_t command = 0;
-    Ref a, b; // Embed: out; MatMul: x, y; Attention: q, out; Copy: src, dst
-    bool f16 = false; // weights (Embed, MatMul)
+    int32_t section = -1; // index into Program::sections
+    int32_t track = -1;
+    // Embed: out; MatMul: x, y; Attention: q, out; Copy: src, dst;
+    // Moe: x, y; AllReduce: buffer.
+    Ref a, b;
+    bool f16 = false; // weights (Embed, MatMul, Moe)
     const void *table = nullptr;
     int64_t k = 0, n = 0;
     bool accumulate = false;
     uint32_t group0 = 0, groups = 0;
     const float *kCache = nullptr, *vCache = nullptr;
     int64_t capacity = 0, heads = 0, kvHeads = 0, headDim = 0, window = 0;
-    float scale = 1.0f;
+    float scale = 1.0f; // Attention; AllReduce
+    uint32_t moe = 0;   // index into moes_
     CpuExecutable::Function fn = nullptr;
     void **args = nullptr;
+  };
+  /// Consecutive steps of one track block: steps [begin, end) of the
+  /// program, regrouped by track: the steps of local track t are
+  /// order[trackBegin[t] .. trackBegin[t + 1]).
+  struct Section {
+    uint32_t begin = 0, end = 0;
+    std::vector<uint32_t> order;
+    std::vector<uint32_t> trackBegin;
+    int numTracks() const { return static_cast<int>(trackBegin.size()) - 1; }
   };
   struct Program {
     std::string phase;
@@ -116,21 +150,38 @@ private:
     float *logits = nullptr;
     int64_t logitsStride = 0;
     std::vector<Step> steps;
+    std::vector<Section> sections;
+  };
+  /// Scratch of one concurrently running track (lane 0 also serves the
+  /// steps outside sections).
+  struct Lane {
+    FloatBlock x, y, moe;
   };
 
   Executor() = default;
   Status build(const Artifact &artifact, const CpuExecutable *executable,
-               int threads);
-  void matmul(const Step &s, int64_t M);
-  void attention(const Step &s, int64_t S, int64_t pos0);
+               int threads, Communicator *comm);
+  Status runStep(const Step &s, const int32_t *tokens, int64_t rows,
+                 int64_t pos, ThreadPool *pool, Lane &lane);
+  void matmul(const Step &s, int64_t M, ThreadPool *pool, Lane &lane);
+  void attention(const Step &s, int64_t S, int64_t pos0, ThreadPool *pool);
+  void moe(const Step &s, int64_t M, ThreadPool *pool, Lane &lane);
+  Status allReduce(const Step &s, int64_t M);
 
   std::string name_; // the artifact's, for messages
   std::vector<Program> programs_;
   std::vector<WeightGroup> groups_;
   std::vector<void *> args_;
+  std::vector<kernels::MoeArgs> moes_;
+  std::vector<const void *> moeWeights_; // the experts' gate, up, down
   std::vector<FloatBlock> caches_;
-  FloatBlock arena_, scratchX_, scratchY_;
+  FloatBlock arena_, reduceScratch_;
+  std::vector<Lane> lanes_;
   std::unique_ptr<ThreadPool> pool_;
+  SingleProcess single_;
+  Communicator *comm_ = &single_;
+  int device_ = 0;
+  CollectiveStats collectives_;
   int64_t capacity_ = INT64_MAX;
   int64_t vocab_ = 0;
 };

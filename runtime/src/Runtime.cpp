@@ -25,6 +25,7 @@ struct Model::Impl {
   std::string family, modelName, configJson, target, exeFormat, exeTriple;
   int64_t vocab = 0, hidden = 0, layers = 0, parameters = 0;
   int64_t weightBytes = 0, kvBytesPerToken = 0, contextLength = 0;
+  int64_t devices = 1, numTracks = 0, numTrackBlocks = 0;
   std::vector<ProgramInfo> programs;
   std::vector<CacheInfo> caches;
 };
@@ -61,6 +62,9 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
   impl->hidden = root.hidden_size();
   impl->layers = root.num_layers();
   impl->parameters = static_cast<int64_t>(root.parameters());
+  impl->devices = root.devices();
+  impl->numTracks = root.num_tracks();
+  impl->numTrackBlocks = root.num_track_blocks();
   for (const fa::Weight *w : *root.weights())
     impl->weightBytes += static_cast<int64_t>(w->size());
   for (const fa::KvCache *c : *root.caches()) {
@@ -85,6 +89,8 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
     info.arenaFloats = static_cast<int64_t>(p->arena_floats());
     info.commands = p->commands()->size();
     info.logitsLastRowOnly = p->logits_last_row_only();
+    for (const fa::Command *c : *p->commands())
+      info.collectives += c->op_type() == fa::Op::AllReduce;
     impl->programs.push_back(std::move(info));
   }
   return make(std::move(impl));
@@ -133,6 +139,9 @@ const std::vector<CacheInfo> &Model::caches() const { return impl_->caches; }
 const std::string &Model::executableFormat() const { return impl_->exeFormat; }
 const std::string &Model::executableTriple() const { return impl_->exeTriple; }
 bool Model::executableLoaded() const { return impl_->executable != nullptr; }
+int64_t Model::devices() const { return impl_->devices; }
+int64_t Model::numTracks() const { return impl_->numTracks; }
+int64_t Model::numTrackBlocks() const { return impl_->numTrackBlocks; }
 
 const ProgramInfo *Model::program(const std::string &phase) const {
   for (const ProgramInfo &p : impl_->programs)
@@ -151,6 +160,7 @@ struct Session::Impl {
   std::unique_ptr<rt::Executor> exec;
   int64_t position = 0;
   std::vector<float> allLogits;
+  int64_t decodeTokens = 0, decodeCollectives = 0;
 
   std::string prefix() const { return model->name() + ": "; }
 
@@ -196,7 +206,7 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
   // Allocation and thread creation may throw; the API must not.
   try {
     auto exec = rt::Executor::create(*m.artifact, m.executable.get(),
-                                     options.threads);
+                                     options.threads, options.communicator);
     if (!exec)
       impl_->status = exec.status();
     else
@@ -289,9 +299,41 @@ Expected<const float *> Session::decode(int32_t token) {
   int program = s.pick({"decode", "prefill_last", "prefill"});
   if (program < 0)
     return Status::error(s.prefix() + "the model has no 'decode' program");
+  const int64_t before = s.exec->collectiveStats().allReduces;
   FM_RETURN_IF_ERROR(s.exec->run(program, &token, 1, s.position));
   s.position += 1;
+  s.decodeTokens += 1;
+  s.decodeCollectives += s.exec->collectiveStats().allReduces - before;
   return s.exec->logitsRow(program, 0);
+}
+
+Expected<int32_t> Session::sample(fm::kernels::Sampler &sampler,
+                                  const float *logits) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  Communicator &comm = s.exec->comm();
+  int32_t token = comm.rank() == 0
+                      ? sampler.sample(logits, s.model->vocabSize())
+                      : 0;
+  if (comm.size() > 1)
+    FM_RETURN_IF_ERROR(comm.broadcast(&token, 1, 0));
+  return token;
+}
+
+SessionStats Session::stats() const {
+  SessionStats st;
+  const Impl &s = *impl_;
+  if (!s.exec)
+    return st;
+  st.ranks = s.exec->comm().size();
+  st.rank = s.exec->comm().rank();
+  st.device = s.exec->device();
+  st.collectives = s.exec->collectiveStats().allReduces;
+  st.collectiveMs = s.exec->collectiveStats().ms;
+  st.decodeTokens = s.decodeTokens;
+  st.decodeCollectives = s.decodeCollectives;
+  return st;
 }
 
 Expected<std::vector<int32_t>>
@@ -300,11 +342,13 @@ Session::generate(const std::vector<int32_t> &prompt, int64_t maxNewTokens,
   auto first = prefill(prompt);
   if (!first)
     return first.status();
-  const int64_t vocab = first->vocab;
   const float *logits = first->last();
   std::vector<int32_t> out;
   for (int64_t i = 0; i < maxNewTokens; ++i) {
-    int32_t token = sampler.sample(logits, vocab);
+    auto sampled = sample(sampler, logits);
+    if (!sampled)
+      return sampled.status();
+    const int32_t token = *sampled;
     out.push_back(token);
     if (callback && !callback(token))
       break;

@@ -67,6 +67,8 @@ int64_t widthOf(Value v) {
 bool isWeightUse(OpOperand &use) {
   Operation *op = use.getOwner();
   unsigned n = use.getOperandNumber();
+  if (auto w = dyn_cast<fmk::CacheWriteOp>(op))
+    return w.getScale() && use.get() == w.getScale();
   return (isa<fmk::RmsNormOp, fmk::AddBiasOp, fmk::HeadNormOp, fmk::FakeQuantOp>(op) &&
           n == 1);
 }
@@ -303,6 +305,14 @@ LogicalResult KernelBuilder::build() {
 
   // Signature: the pointers (rank-0 memrefs, bare-pointer eligible), rows, pos.
   SmallVector<Type> argTypes(abi.size(), MemRefType::get({}, b.getF32Type()));
+  {
+    // An int8 cache slot (a cache write with a scale) is an i8 pointer.
+    SmallVector<fmk::CacheWriteOp> writes;
+    body.walk([&](fmk::CacheWriteOp op) { writes.push_back(op); });
+    for (auto [n, arg] : llvm::enumerate(abi))
+      if (arg.kind == GroupArg::Cache && writes[arg.index].getScale())
+        argTypes[n] = MemRefType::get({}, b.getI8Type());
+  }
   argTypes.push_back(b.getIndexType());
   argTypes.push_back(b.getIndexType());
   std::string entry = entrySymbol(group);
@@ -367,7 +377,17 @@ LogicalResult KernelBuilder::build() {
     case GroupArg::Cache:
       if (!cacheRows)
         cacheRows = arith::AddIOp::create(b, loc, posArg, rowsArg);
-      cacheMems.push_back(rowsOf(ptr, widthOf(cacheWrites[arg.index].getInput()), cacheRows));
+      if (cacheWrites[arg.index].getScale()) {
+        int64_t width = widthOf(cacheWrites[arg.index].getInput());
+        cacheMems.push_back(memref::ReinterpretCastOp::create(
+            b, loc, MemRefType::get({ShapedType::kDynamic, width}, b.getI8Type()),
+            ptr, b.getIndexAttr(0),
+            ArrayRef<OpFoldResult>{cacheRows, b.getIndexAttr(width)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(width), b.getIndexAttr(1)}));
+      } else {
+        cacheMems.push_back(
+            rowsOf(ptr, widthOf(cacheWrites[arg.index].getInput()), cacheRows));
+      }
       break;
     }
   }
@@ -608,6 +628,23 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
         // The slot's row is the position pos + r, not the loop row r.
         Value p = arith::AddIOp::create(b, loc, posArg, row);
         Value slot = cacheMems[n];
+        if (Value scale = op.getScale()) {
+          // int8: clamp(roundeven(x / s), -128, 127).
+          auto sArg = weightArg(scale, 1);
+          if (failed(sArg))
+            return failure();
+          Value s = memref::LoadOp::create(b, loc, *sArg, ValueRange{});
+          Value lo = f32(-128.0), hi = f32(127.0);
+          loop(widthOf(op.getInput()), [&](Value j) {
+            Value q = math::RoundEvenOp::create(
+                b, loc, arith::DivFOp::create(b, loc, load(*x, j), s));
+            q = arith::MaximumFOp::create(b, loc, q, lo);
+            q = arith::MinimumFOp::create(b, loc, q, hi);
+            Value i8 = arith::FPToSIOp::create(b, loc, b.getI8Type(), q);
+            memref::StoreOp::create(b, loc, i8, slot, ValueRange{p, j});
+          });
+          return success();
+        }
         loop(widthOf(op.getInput()), [&](Value j) {
           memref::StoreOp::create(b, loc, load(*x, j), slot, ValueRange{p, j});
         });

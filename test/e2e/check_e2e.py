@@ -39,6 +39,9 @@ def main():
     ap.add_argument("--max-prefill", default="8")
     ap.add_argument("--rtol", default="1e-3")
     ap.add_argument("--bin", default="", help="directory of fmc and fm-run (default: PATH)")
+    ap.add_argument("--devices", default="1", help="fmc compile --devices (track partition)")
+    ap.add_argument("--mpi", type=int, default=0,
+                    help="run fm-run under mpirun with this many ranks (0: one process)")
     args = ap.parse_args()
 
     tool = lambda name: os.path.join(args.bin, name) if args.bin else name
@@ -50,30 +53,35 @@ def main():
         gen += ["--set", s]
     run(gen)
     fmb = os.path.join(args.work, "model.fmb")
-    run([tool("fmc"), "compile", model, "-o", fmb, "--max-prefill", args.max_prefill])
+    run([tool("fmc"), "compile", model, "-o", fmb, "--max-prefill", args.max_prefill,
+         "--devices", args.devices])
+    launch = []
+    if args.mpi:
+        launch = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.mpi)]
+    fm_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a)
 
     passed = failed = 0
     for chunk in args.chunks.split(","):
         for threads in args.threads.split(","):
             out = os.path.join(args.work, "logits_c%s_t%s.npy" % (chunk, threads))
-            run([tool("fm-run"), fmb, "--tokens", args.tokens, "--score", "--logits-out", out,
-                 "--prefill-chunk", chunk, "--threads", threads])
+            run(fm_run("--tokens", args.tokens, "--score", "--logits-out", out,
+                       "--prefill-chunk", chunk, "--threads", threads))
             p = subprocess.run(["/usr/bin/python3", REF, model, "--tokens", args.tokens,
                                 "--compare", out, "--rtol", args.rtol],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             ok = p.returncode == 0
             passed += ok
             failed += not ok
-            print("%s:%s chunk=%s threads=%s %s" % (args.family, args.preset, chunk, threads,
-                                                    p.stdout.strip()))
+            print("%s:%s chunk=%s threads=%s ranks=%d %s" % (
+                args.family, args.preset, chunk, threads, max(args.mpi, 1), p.stdout.strip()))
     # Generation: prefill_last + decode, greedy. Its logits rows (last prompt
     # position, then one per generated token) must match the reference on
     # the extended sequence, and each token must be the reference's argmax.
     import numpy as np
     for threads in args.threads.split(","):
         out = os.path.join(args.work, "gen_t%s.npy" % threads)
-        gen_tokens = run([tool("fm-run"), fmb, "--tokens", args.tokens, "--max-new-tokens", "5",
-                          "--threads", threads, "--logits-out", out]).split()
+        gen_tokens = run(fm_run("--tokens", args.tokens, "--max-new-tokens", "5",
+                                "--threads", threads, "--logits-out", out)).split()
         prompt = [int(t) for t in args.tokens.split(",")]
         seq = prompt + [int(t) for t in gen_tokens]
         ref_out = os.path.join(args.work, "gen_ref.npy")

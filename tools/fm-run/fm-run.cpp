@@ -1,5 +1,7 @@
 // fm-run: runs a compiled .fmb model on token ids: generates, scores
-// (teacher-forced logits of every position) and reports speed.
+// (teacher-forced logits of every position) and reports speed. Started by
+// mpirun, it runs a model partitioned over devices as one rank per device;
+// rank 0 samples, prints and writes files.
 #include "fm/runtime.h"
 #include "kernels/sampler.h"
 #include "src/Npy.h"
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,100 +86,159 @@ double peakRssMb() {
 #endif
 }
 
-int run(const Args &args) {
+int run(const Args &args, fm::Communicator *comm) {
+  const int rank = comm ? comm->rank() : 0;
+  const int ranks = comm ? comm->size() : 1;
+  const bool leader = rank == 0;
+  // Errors name the rank when there are several; after the setup, an error
+  // on one rank ends all of them (the others would wait in a collective).
+  auto report = [&](const std::string &message) {
+    return fail(ranks > 1 ? "rank " + std::to_string(rank) + ": " + message
+                          : message);
+  };
+  auto abortAll = [&](const std::string &message) {
+    int rc = report(message);
+    if (ranks > 1)
+      comm->abort(rc);
+    return rc;
+  };
+
+  // Setup: every rank either succeeds or says why; then they agree.
   std::vector<int32_t> tokens;
-  std::string error;
-  if (args.tokens.empty())
-    return fail("--tokens is required (comma-separated token ids)");
-  if (!parseTokens(args.tokens, &tokens, &error))
-    return fail(error);
-  if (args.score && args.logitsOut.empty())
-    return fail("--score needs --logits-out FILE.npy");
+  std::shared_ptr<fm::Model> model;
+  std::unique_ptr<fm::Session> session;
+  double loadMs = 0.0;
+  std::string error = [&]() -> std::string {
+    std::string e;
+    if (args.tokens.empty())
+      return "--tokens is required (comma-separated token ids)";
+    if (!parseTokens(args.tokens, &tokens, &e))
+      return e;
+    if (args.score && args.logitsOut.empty())
+      return "--score needs --logits-out FILE.npy";
+    auto t0 = std::chrono::steady_clock::now();
+    fm::LoadOptions loadOptions;
+    loadOptions.verifyHash = args.verifyHash;
+    auto loaded = fm::Model::load(args.model, loadOptions);
+    if (!loaded)
+      return loaded.message();
+    model = *loaded;
+    fm::SessionOptions sessionOptions;
+    sessionOptions.threads = args.threads;
+    sessionOptions.communicator = comm;
+    session = std::make_unique<fm::Session>(model, sessionOptions);
+    if (!session->status())
+      return session->status().message();
+    loadMs = msSince(t0);
+    return {};
+  }();
+  if (ranks > 1) {
+    float failed = error.empty() ? 0.0f : 1.0f;
+    if (fm::Status s = comm->allReduceSum(&failed, 1); !s)
+      return abortAll(s.message());
+    if (failed > 0.0f)
+      return error.empty() ? 1 : report(error);
+  } else if (!error.empty()) {
+    return report(error);
+  }
 
-  auto t0 = std::chrono::steady_clock::now();
-  fm::LoadOptions loadOptions;
-  loadOptions.verifyHash = args.verifyHash;
-  auto model = fm::Model::load(args.model, loadOptions);
-  if (!model)
-    return fail(model.message());
-  fm::SessionOptions sessionOptions;
-  sessionOptions.threads = args.threads;
-  fm::Session session(*model, sessionOptions);
-  if (!session.status())
-    return fail(session.status().message());
-  const double loadMs = msSince(t0);
-  const int64_t vocab = (*model)->vocabSize();
-
+  const int64_t vocab = model->vocabSize();
   std::vector<float> logitRows; // --logits-out, [rows][vocab]
   std::vector<int32_t> generated;
   double prefillMs = 0.0, decodeMs = 0.0;
   int64_t decodeTokens = 0;
 
-  t0 = std::chrono::steady_clock::now();
-  auto prefill = session.prefill(tokens.data(),
-                                 static_cast<int64_t>(tokens.size()),
-                                 /*allLogits=*/args.score, args.prefillChunk);
+  auto t0 = std::chrono::steady_clock::now();
+  auto prefill = session->prefill(tokens.data(),
+                                  static_cast<int64_t>(tokens.size()),
+                                  /*allLogits=*/args.score, args.prefillChunk);
   if (!prefill)
-    return fail(prefill.message());
+    return abortAll(prefill.message());
   prefillMs = msSince(t0);
 
   if (args.score) {
-    logitRows.assign(prefill->data, prefill->data + prefill->rows * vocab);
+    if (leader)
+      logitRows.assign(prefill->data, prefill->data + prefill->rows * vocab);
   } else {
     fm::kernels::Sampler sampler(args.temperature, args.topK, args.topP,
                                  args.seed);
-    const bool keepLogits = !args.logitsOut.empty();
+    const bool keepLogits = leader && !args.logitsOut.empty();
+    // Every rank decodes the same steps (the collectives pair up), so the
+    // choice to feed the last token back must not depend on the rank.
+    const bool feedLast = !args.logitsOut.empty();
     const float *logits = prefill->last();
     if (keepLogits)
       logitRows.insert(logitRows.end(), logits, logits + vocab);
-    const int64_t context = (*model)->contextLength();
+    const int64_t context = model->contextLength();
     for (int64_t i = 0; i < args.maxNewTokens; ++i) {
-      int32_t token = sampler.sample(logits, vocab);
-      generated.push_back(token);
+      auto token = session->sample(sampler, logits);
+      if (!token)
+        return abortAll(token.message());
+      generated.push_back(*token);
       // The last token is fed back only for its logits row.
-      if (i + 1 == args.maxNewTokens && !keepLogits)
+      if (i + 1 == args.maxNewTokens && !feedLast)
         break;
-      if (context > 0 && session.position() >= context) {
-        std::fprintf(stderr, "fm-run: note: the context of %lld tokens is full\n",
-                     static_cast<long long>(context));
+      if (context > 0 && session->position() >= context) {
+        if (leader)
+          std::fprintf(stderr,
+                       "fm-run: note: the context of %lld tokens is full\n",
+                       static_cast<long long>(context));
         break;
       }
       auto t1 = std::chrono::steady_clock::now();
-      auto next = session.decode(token);
+      auto next = session->decode(*token);
       if (!next)
-        return fail(next.message());
+        return abortAll(next.message());
       decodeMs += msSince(t1);
       ++decodeTokens;
       logits = *next;
       if (keepLogits)
         logitRows.insert(logitRows.end(), logits, logits + vocab);
     }
-    for (size_t i = 0; i < generated.size(); ++i)
-      std::printf("%s%d", i ? " " : "", generated[i]);
-    std::printf("\n");
+    if (leader) {
+      for (size_t i = 0; i < generated.size(); ++i)
+        std::printf("%s%d", i ? " " : "", generated[i]);
+      std::printf("\n");
+    }
   }
 
+  if (!leader)
+    return 0;
   if (!args.logitsOut.empty()) {
     int64_t rows = vocab > 0 ? static_cast<int64_t>(logitRows.size()) / vocab : 0;
     if (!fm::rt::writeNpyF32(args.logitsOut, logitRows.data(), {rows, vocab},
                              &error))
-      return fail(args.logitsOut + ": " + error);
+      return report(args.logitsOut + ": " + error);
   }
 
   if (args.stats) {
     auto perSecond = [](int64_t n, double ms) {
       return ms > 0.0 ? n * 1000.0 / ms : 0.0;
     };
+    const fm::SessionStats st = session->stats();
+    // Collectives of one decode step: as counted, or (no decode ran) those
+    // of the program a decode step would run.
+    double perToken = 0.0;
+    if (st.decodeTokens > 0) {
+      perToken = double(st.decodeCollectives) / double(st.decodeTokens);
+    } else {
+      for (const char *phase : {"decode", "prefill_last", "prefill"})
+        if (const fm::ProgramInfo *p = model->program(phase)) {
+          perToken = double(p->collectives);
+          break;
+        }
+    }
     const int64_t prefillTokens = static_cast<int64_t>(tokens.size());
     std::printf("{\"load_ms\": %.3f, \"prefill_tokens\": %lld, "
                 "\"prefill_tokens_per_s\": %.3f, \"decode_tokens\": %lld, "
                 "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
-                "\"threads\": %d}\n",
+                "\"threads\": %d, \"ranks\": %d, "
+                "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
-                session.threads());
+                session->threads(), st.ranks, perToken, st.collectiveMs);
   }
   std::fflush(stdout);
   return 0;
@@ -208,7 +270,8 @@ int main(int argc, char **argv) {
       ->default_val(1.0f);
   app.add_option("--seed", args.seed, "sampling seed")->default_val(0);
   app.add_flag("--stats", args.stats,
-               "print one JSON line of load time, speed, peak RSS, threads");
+               "print one JSON line of load time, speed, peak RSS, threads, "
+               "ranks and collectives (AllReduce per decode step, total ms)");
   app.add_flag("--score", args.score,
                "teacher forcing: logits of every position of --tokens "
                "(with --logits-out), no generation");
@@ -232,5 +295,22 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return fail(e.what());
   }
-  return run(args);
+
+  // Under mpirun: one rank per device of a partitioned model. MPI is
+  // started only then (a plain run never touches it).
+  std::unique_ptr<fm::Communicator> comm;
+  if (int launched = fm::mpiLaunchSize(); launched > 0) {
+    if (fm::mpiAvailable()) {
+      auto world = fm::initMpi(&argc, &argv);
+      if (!world)
+        return fail(world.message());
+      comm = std::move(*world);
+    } else if (launched > 1) {
+      return fail("mpirun started " + std::to_string(launched) +
+                  " ranks, but this fm-run was built without MPI");
+    }
+  }
+  int rc = run(args, comm.get());
+  comm.reset(); // MPI_Finalize
+  return rc;
 }

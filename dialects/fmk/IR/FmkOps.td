@@ -94,13 +94,14 @@ def Fmk_MatmulOp : Fmk_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Fmk_AttentionOp : Fmk_Op<"attention"> {
+def Fmk_AttentionOp : Fmk_Op<"attention", [AttrSizedOperandSegments]> {
   let summary = "causal GQA attention over a cache slot (micro-kernel)";
   let description = [{
     Queries are the rows of `q` at positions `pos`, `pos + 1`, …; keys and
     values are read from slot `slot` of `cache` (written before by
     `fmk.cache_write`), up to each query's position; `window` > 0 limits
-    keys to the last `window` positions.
+    keys to the last `window` positions. An int8 cache is read with the
+    per-layer scales `k_scale`/`v_scale` of the layer that wrote it.
 
     ```mlir
     %a = fmk.attention %q at %pos cache @kv [0] {num_heads = 4 : i64,
@@ -111,10 +112,14 @@ def Fmk_AttentionOp : Fmk_Op<"attention"> {
   let arguments = (ins Fmk_Act:$q, Index:$pos, FlatSymbolRefAttr:$cache,
                        I64Attr:$slot, I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F64Attr:$scale,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+                       DefaultValuedAttr<I64Attr, "0">:$window,
+                       Optional<Fmk_Weight>:$k_scale,
+                       Optional<Fmk_Weight>:$v_scale);
   let results = (outs Fmk_Act:$result);
   let assemblyFormat = [{
-    $q `at` $pos `cache` $cache `[` $slot `]` attr-dict `:` type($q) `->` type($result)
+    $q `at` $pos `cache` $cache `[` $slot `]`
+    (`int8` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` type($v_scale) `)`)?
+    attr-dict `:` type($q) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -266,10 +271,16 @@ def Fmk_FakeQuantOp : Fmk_Op<"fake_quant", [Pure]> {
 
 def Fmk_CacheWriteOp : Fmk_Op<"cache_write"> {
   let summary = "stores rows as K or V of a cache slot at their positions";
+  let description = [{
+    With `scale` (a 0-d weight), the cache holds int8: each value is stored
+    as clamp(roundeven(x / scale), -128, 127).
+  }];
   let arguments = (ins Fmk_Act:$input, Index:$pos, FlatSymbolRefAttr:$cache,
-                       I64Attr:$slot, Fmk_KvPart:$part);
+                       I64Attr:$slot, Fmk_KvPart:$part,
+                       Optional<Fmk_Weight>:$scale);
   let assemblyFormat = [{
-    $input `at` $pos `into` $cache `[` $slot `]` $part attr-dict `:` type($input)
+    $input `at` $pos `into` $cache `[` $slot `]` $part
+    (`scale` `(` $scale^ `:` type($scale) `)`)? attr-dict `:` type($input)
   }];
 }
 

@@ -10,6 +10,7 @@
 // fm::Expected with a message that names the file and what is wrong.
 #pragma once
 
+#include "fm/communicator.h"
 #include "fm/status.h"
 
 #include <cstddef>
@@ -43,6 +44,9 @@ struct ProgramInfo {
   int64_t arenaFloats = 0; // activation memory, in floats
   int64_t commands = 0;
   bool logitsLastRowOnly = false;
+  /// AllReduce commands: the synchronizations one call makes (every rank
+  /// runs every AllReduce).
+  int64_t collectives = 0;
 };
 
 /// One KV cache of the model.
@@ -98,6 +102,12 @@ public:
   /// Whether the generated code was loaded (LoadOptions::loadExecutable and
   /// a program dispatches it).
   bool executableLoaded() const;
+  /// Ranks the model's tracks are partitioned over (1: not partitioned); a
+  /// session needs a Communicator of exactly this many ranks when > 1.
+  int64_t devices() const;
+  /// Tracks per track block and track blocks (0: not a track model).
+  int64_t numTracks() const;
+  int64_t numTrackBlocks() const;
 
   struct Impl;
   /// Internal; for Session.
@@ -110,7 +120,28 @@ private:
 
 struct SessionOptions {
   /// Threads for the kernels, the caller's included; <= 0: one per core.
+  /// The tracks of a track block run concurrently, one thread per track.
   int threads = 0;
+  /// The ranks that run the model together, one session per rank (not
+  /// owned; it must outlive the session). Null: this process alone. A
+  /// model partitioned over N > 1 devices needs exactly N ranks; rank r
+  /// runs device r's share of every track block.
+  Communicator *communicator = nullptr;
+};
+
+/// What a session has done, for reports.
+struct SessionStats {
+  int ranks = 1;  // processes running the model together
+  int rank = 0;   // this one
+  int device = 0; // the artifact's device this rank runs
+  /// AllReduce commands run (by every program), and the wall time spent in
+  /// them: the reduction across ranks (waiting for the slowest included)
+  /// and the scale.
+  int64_t collectives = 0;
+  double collectiveMs = 0.0;
+  /// decode() calls, and the AllReduce commands they ran.
+  int64_t decodeTokens = 0;
+  int64_t decodeCollectives = 0;
 };
 
 /// Rows of logits, `rows` × `vocab` floats, row-major. Points into the
@@ -167,11 +198,18 @@ public:
   /// valid until the next call).
   Expected<const float *> decode(int32_t token);
 
+  /// Samples the next token from `logits`: on rank 0, then broadcast, so
+  /// that every rank feeds the same token back (one rank: just samples).
+  Expected<int32_t> sample(fm::kernels::Sampler &sampler, const float *logits);
+
+  /// Counters since the session was built.
+  SessionStats stats() const;
+
   /// Called with each generated token; return false to stop.
   using TokenCallback = std::function<bool(int32_t token)>;
 
   /// Prefills `prompt` (at position()), then samples up to `maxNewTokens`
-  /// tokens, feeding each back but the last. Stops early when the callback
+  /// tokens (sample()), feeding each back but the last. Stops early when the callback
   /// returns false or the context is full. Returns the generated tokens.
   Expected<std::vector<int32_t>> generate(const std::vector<int32_t> &prompt,
                                           int64_t maxNewTokens,

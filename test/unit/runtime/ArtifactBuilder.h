@@ -31,6 +31,13 @@ public:
   uint32_t vocab = 0;
   uint32_t hidden = 0;
   uint32_t layers = 1;
+  uint32_t devices = 1;
+  uint32_t numTracks = 0;
+  uint32_t numTrackBlocks = 0;
+  /// Block, track and device of the commands built from now on.
+  struct Placement {
+    int32_t block = -1, track = -1, device = -1;
+  } placement;
   // Overrides (negative: computed).
   int64_t dataSizeOverride = -1;
   bool hashOverride = false;
@@ -117,6 +124,25 @@ public:
     auto op = fa::CreateCopyLastRow(fbb_, &src, &dst);
     return command(fa::Op::CopyLastRow, op.Union(), layer, false);
   }
+  /// The shared expert's weights, all four (or -1).
+  struct SharedExpert {
+    int32_t gate = -1, up = -1, down = -1, expertGate = -1;
+  };
+  Cmd moe(fa::BufferRef x, fa::BufferRef y, uint32_t router,
+          const std::vector<uint32_t> &gate, const std::vector<uint32_t> &up,
+          const std::vector<uint32_t> &down, uint32_t topK, bool normTopk,
+          bool accumulate = false, SharedExpert shared = {},
+          const std::string &layer = "", bool lastRowOnly = false) {
+    auto op = fa::CreateMoeDirect(fbb_, &x, &y, router, &gate, &up, &down, topK,
+                                  normTopk, accumulate, shared.gate, shared.up,
+                                  shared.down, shared.expertGate);
+    return command(fa::Op::Moe, op.Union(), layer, lastRowOnly);
+  }
+  Cmd allReduce(fa::BufferRef buffer, float scale,
+                const std::string &layer = "", bool lastRowOnly = false) {
+    auto op = fa::CreateAllReduce(fbb_, &buffer, scale);
+    return command(fa::Op::AllReduce, op.Union(), layer, lastRowOnly);
+  }
   /// A command with op type NONE (or any raw type) and an Embed body.
   Cmd rawCommand(fa::Op type) {
     fa::BufferRef out = buf(0, 1, 1);
@@ -165,7 +191,7 @@ public:
     auto root = fa::CreateArtifactDirect(
         fbb_, schemaVersion, family.c_str(), "test-model", "{}", vocab, hidden,
         layers, 1234, "cpu", &weights, dataSize, contentHash, &caches_,
-        &programs_, executable_);
+        &programs_, executable_, devices, numTracks, numTrackBlocks);
     fa::FinishSizePrefixedArtifactBuffer(fbb_, root);
     std::vector<uint8_t> file(fbb_.GetBufferPointer(),
                               fbb_.GetBufferPointer() + fbb_.GetSize());
@@ -203,6 +229,9 @@ private:
     if (!layer.empty())
       b.add_layer(layerOffset);
     b.add_last_row_only(lastRowOnly);
+    b.add_block(placement.block);
+    b.add_track(placement.track);
+    b.add_device(placement.device);
     return b.Finish();
   }
 

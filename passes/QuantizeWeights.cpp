@@ -1,0 +1,144 @@
+// fm-quantize-weights: annotates projection weights (and optionally the
+// embedding and the KV caches) with their low-bit storage format.
+#include "dialects/fm/IR/FmOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::fm {
+#define GEN_PASS_DEF_QUANTIZEWEIGHTSPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct QuantizeWeightsPass
+    : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    std::optional<QuantGrid> g = symbolizeQuantGrid(grid);
+    if (!g) {
+      getOperation().emitError() << "fm-quantize-weights: grid must be "
+                                    "'balanced' or 'affine', got '"
+                                 << grid << "'";
+      return signalPassFailure();
+    }
+    auto make = [&](int64_t bitsV) -> QuantAttr {
+      auto diag = [&]() { return getOperation().emitError(); };
+      if (failed(QuantAttr::verify(diag, bitsV, group, *g, b.getF16Type())))
+        return {};
+      return QuantAttr::get(ctx, bitsV, group, *g, b.getF16Type());
+    };
+    QuantAttr proj = make(bits);
+    if (!proj)
+      return signalPassFailure();
+    QuantAttr embed;
+    if (embedBits != "none") {
+      int64_t eb = 0;
+      if (StringRef(embedBits).getAsInteger(10, eb) || !(embed = make(eb))) {
+        getOperation().emitError()
+            << "fm-quantize-weights: embed-bits must be 4, 8 or none";
+        return signalPassFailure();
+      }
+    }
+    if (kvBits != "none" && kvBits != "8") {
+      getOperation().emitError() << "fm-quantize-weights: kv-bits must be 8 or none";
+      return signalPassFailure();
+    }
+
+    // key -> format; the embedding wins for a tied LM head.
+    llvm::StringMap<QuantAttr> byKey;
+    auto want = [&](Value w, QuantAttr q, bool override = false) {
+      auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp();
+      if (!p || !q)
+        return;
+      auto [it, inserted] = byKey.try_emplace(p.getKey(), q);
+      if (!inserted && override)
+        it->second = q;
+    };
+    getOperation().walk([&](Operation *op) {
+      if (auto a = dyn_cast<AttentionOp>(op)) {
+        for (Value w : {a.getQ(), a.getK(), a.getV(), a.getQkv(), a.getO()})
+          want(w, proj);
+      } else if (auto m = dyn_cast<MlpOp>(op)) {
+        for (Value w : {m.getGate(), m.getUp(), m.getDown()})
+          want(w, proj);
+      } else if (auto m = dyn_cast<MoeOp>(op)) {
+        for (ValueRange ws : {m.getGate(), m.getUp(), m.getDown()})
+          for (Value w : ws)
+            want(w, proj);
+        for (Value w : {m.getSharedGate(), m.getSharedUp(), m.getSharedDown()})
+          want(w, proj);
+      } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
+        if (embed)
+          want(e.getTable(), embed, /*override=*/true);
+      } else if (auto h = dyn_cast<LmHeadOp>(op)) {
+        if (!h.getTied())
+          want(h.getWeight(), proj);
+      }
+    });
+    // The embedding's format decides for every use of its key (tied head).
+    getOperation().walk([&](EmbeddingOp e) {
+      if (auto p = e.getTable().getDefiningOp<ParamOp>()) {
+        if (embed)
+          byKey[p.getKey()] = embed;
+        else
+          byKey.erase(p.getKey());
+      }
+    });
+    llvm::StringSet<> warned;
+    getOperation().walk([&](ParamOp p) {
+      auto it = byKey.find(p.getKey());
+      if (it == byKey.end())
+        return;
+      auto t = cast<RankedTensorType>(p.getType());
+      if (t.getRank() != 2 || t.getShape()[1] % it->second.getGroup() != 0) {
+        if (warned.insert(p.getKey()).second)
+          p.emitWarning() << "parameter '" << p.getKey() << "' stays unquantized: "
+                          << "its input dimension " << t.getShape().back()
+                          << " is not a multiple of the group "
+                          << it->second.getGroup();
+        return;
+      }
+      p.setQuantAttr(it->second);
+    });
+
+    if (kvBits == "8")
+      quantizeCaches();
+  }
+
+  /// A cache becomes int8 when every layer that writes it fake-quantizes K
+  /// and V with per-layer scales: the int8 values are then exact.
+  void quantizeCaches() {
+    getOperation().walk([&](ModelOp model) {
+      for (auto cache : model.getBodyBlock().getOps<KvCacheOp>()) {
+        bool scaled = true, written = false;
+        model.walk([&](AttentionOp a) {
+          if (a.getCache() != cache.getSymName() || a.getReuse())
+            return;
+          written = true;
+          scaled &= bool(a.getKScale()) && bool(a.getVScale());
+        });
+        if (!written)
+          continue;
+        if (!scaled) {
+          std::string type;
+          llvm::raw_string_ostream(type) << cache.getElementType();
+          cache.emitWarning() << "KV cache @" << cache.getSymName()
+                              << " stays " << type
+                              << ": kv-bits=8 needs per-layer K/V scales "
+                                 "(k_scale/v_scale) on every layer that writes it";
+          continue;
+        }
+        cache.setElementType(IntegerType::get(&getContext(), 8));
+      }
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::fm
