@@ -4,6 +4,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include <cstdint>
+#include <string>
 #include <memory>
 
 namespace mlir::fm {
@@ -19,6 +20,12 @@ struct CompileOptions {
   int64_t maxPrefillRows = 64;
   /// Devices (MPI ranks) the tracks are partitioned over; 1: no collectives.
   int64_t devices = 1;
+  /// Weight quantization: 0 = none, else 2, 4 or 8 bits per weight.
+  int64_t quantBits = 0;
+  int64_t quantGroup = 64;
+  std::string quantGrid = "balanced";
+  std::string embedBits = "none"; // "4", "8" or "none"
+  std::string kvBits = "none";    // "8" or "none"
 };
 
 /// partition-tracks → share-kv → lower-to-kernels → fuse → cse → plan-memory.

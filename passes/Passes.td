@@ -94,7 +94,8 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
     at a time, choosing each group's scale to minimize squared error.
   }];
   let options = [
-    Option<"bits", "bits", "int64_t", /*default=*/"2", "bits per weight: 2, 4 or 8">,
+    Option<"bits", "bits", "int64_t", /*default=*/"2",
+           "bits per weight: 2, 4 or 8 (0: projections stay f32)">,
     Option<"group", "group", "int64_t", /*default=*/"64", "weights per scale: 32, 64 or 128">,
     Option<"grid", "grid", "std::string", /*default=*/"\"balanced\"",
            "balanced ({-1.5,-0.5,0.5,1.5} x s for 2 bits) or affine">,

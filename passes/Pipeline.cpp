@@ -7,6 +7,15 @@
 namespace mlir::fm {
 
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
+  if (opts.quantBits || opts.embedBits != "none" || opts.kvBits != "none") {
+    QuantizeWeightsPassOptions q;
+    q.bits = opts.quantBits; // 0: only the embedding and/or the cache
+    q.group = opts.quantGroup;
+    q.grid = opts.quantGrid;
+    q.embedBits = opts.embedBits;
+    q.kvBits = opts.kvBits;
+    pm.addPass(createQuantizeWeightsPass(q));
+  }
   PartitionTracksPassOptions part;
   part.devices = opts.devices;
   pm.addPass(createPartitionTracksPass(part));

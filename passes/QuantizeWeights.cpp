@@ -33,8 +33,9 @@ struct QuantizeWeightsPass
         return {};
       return QuantAttr::get(ctx, bitsV, group, *g, b.getF16Type());
     };
-    QuantAttr proj = make(bits);
-    if (!proj)
+    // bits = 0: projections stay f32 (only the embedding and/or the cache).
+    QuantAttr proj;
+    if (bits != 0 && !(proj = make(bits)))
       return signalPassFailure();
     QuantAttr embed;
     if (embedBits != "none") {

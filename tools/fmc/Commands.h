@@ -19,7 +19,12 @@ struct CompileArgs {
   std::string output;
   std::string target = "cpu";
   std::string cpu = "native";
-  std::string quant = "none";
+  std::string quant = "none";   // none | w2 | w4 | w8
+  int64_t group = 64;
+  std::string grid = "balanced";
+  std::string embedBits = "none";
+  std::string kvBits = "none";
+  bool report = false;           // per-tensor quantization error
   int64_t contextLength = 2048;
   int64_t maxPrefill = 64;
   int64_t devices = 1;     // ranks the tracks are partitioned over

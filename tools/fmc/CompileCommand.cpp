@@ -66,9 +66,6 @@ void progress(llvm::StringRef line) { llvm::errs() << "fmc: " << line << "\n"; }
 int runCompile(const CompileArgs &args) {
   if (args.target != "cpu")
     return fail("target '" + args.target + "' is not supported (cpu)");
-  if (args.quant != "none")
-    return fail("--quant " + args.quant +
-                " is not available in this build: only 'none' (f32 weights)");
   auto t0 = Clock::now();
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::fm::FmDialect, mlir::fmk::FmkDialect,
@@ -104,6 +101,11 @@ int runCompile(const CompileArgs &args) {
   mlir::fm::CompileOptions copts;
   copts.maxPrefillRows = args.maxPrefill;
   copts.devices = args.devices;
+  copts.quantBits = args.quant == "none" ? 0 : std::stoi(args.quant.substr(1));
+  copts.quantGroup = args.group;
+  copts.quantGrid = args.grid;
+  copts.embedBits = args.embedBits;
+  copts.kvBits = args.kvBits;
   mlir::fm::buildFmCompilePipeline(pm, copts);
   if (mlir::failed(pm.run(*module)))
     return fail("the fm pipeline failed (see the diagnostics above)");

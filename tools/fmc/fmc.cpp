@@ -37,8 +37,26 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
       ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
       ->default_val("native");
-  compileCmd->add_option("--quant", comp.quant, "weight quantization")
+  compileCmd->add_option("--quant", comp.quant,
+                         "projection weights: none (f32), w2, w4 or w8 bits")
+      ->check(CLI::IsMember({"none", "w2", "w4", "w8"}))
       ->default_val("none");
+  compileCmd->add_option("--group", comp.group, "weights per quantization scale")
+      ->check(CLI::IsMember({32, 64, 128}))
+      ->default_val(64);
+  compileCmd->add_option("--grid", comp.grid, "quantization grid")
+      ->check(CLI::IsMember({"balanced", "affine"}))
+      ->default_val("balanced");
+  compileCmd->add_option("--embed-bits", comp.embedBits,
+                         "token embedding (and tied LM head) bits")
+      ->check(CLI::IsMember({"4", "8", "none"}))
+      ->default_val("none");
+  compileCmd->add_option("--kv-bits", comp.kvBits,
+                         "KV cache bits (8 needs per-layer K/V scales, as afm7 has)")
+      ->check(CLI::IsMember({"8", "none"}))
+      ->default_val("none");
+  compileCmd->add_flag("--report", comp.report,
+                       "print the quantization error of every tensor");
   compileCmd->add_option("--context", comp.contextLength,
                          "positions each KV cache holds (when importing)")
       ->check(CLI::PositiveNumber)
