@@ -6,6 +6,7 @@
 #include "tools/fmc/import/SafeTensors.h"
 
 #include "fm/fmb_generated.h"
+#include "kernels/quantize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -20,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -98,6 +100,34 @@ bool isActivation(Value v) {
          !v.getDefiningOp<mlir::fm::ParamOp>();
 }
 
+/// The packed format of a quantized parameter, if it has one.
+std::optional<::fm::kernels::QuantFormat> formatOf(mlir::fm::ParamOp p) {
+  auto q = p.getQuantAttr();
+  if (!q)
+    return std::nullopt;
+  ::fm::kernels::QuantFormat f;
+  f.bits = q.getBits();
+  f.group = q.getGroup();
+  f.grid = q.getGrid() == mlir::fm::QuantGrid::affine
+               ? ::fm::kernels::QuantGrid::Affine
+               : ::fm::kernels::QuantGrid::Balanced;
+  return f;
+}
+
+uint64_t storedBytes(mlir::fm::ParamOp p) {
+  auto t = cast<RankedTensorType>(p.getType());
+  if (auto f = formatOf(p))
+    return t.getShape()[0] * ::fm::kernels::packedRowBytes(*f, t.getShape()[1]);
+  return 4 * t.getNumElements();
+}
+
+fa::DType storedType(mlir::fm::ParamOp p) {
+  auto f = formatOf(p);
+  if (!f)
+    return fa::DType::F32;
+  return f->bits == 2 ? fa::DType::Q2 : f->bits == 4 ? fa::DType::Q4 : fa::DType::Q8;
+}
+
 class Writer {
 public:
   Writer(ModuleOp module, const cpu::CompiledExecutable &exe)
@@ -128,7 +158,7 @@ private:
   // Weights in order of first use, so that stacked projections are adjacent.
   std::vector<mlir::fm::ParamOp> params;
   llvm::StringMap<uint32_t> weightIdx;
-  std::vector<uint64_t> weightOffset;
+  std::vector<uint64_t> weightOffset, weightBytes;
   uint64_t dataSize = 0, parameters = 0;
   llvm::StringMap<uint32_t> cacheIdx;
   llvm::StringMap<uint32_t> kernelIdx;
@@ -162,7 +192,8 @@ llvm::Error Writer::collect() {
   for (mlir::fm::ParamOp p : params) {
     auto t = cast<RankedTensorType>(p.getType());
     weightOffset.push_back(dataSize);
-    dataSize = alignUp(dataSize + 4 * t.getNumElements());
+    weightBytes.push_back(storedBytes(p));
+    dataSize = alignUp(dataSize + weightBytes.back());
     parameters += t.getNumElements();
   }
   return llvm::Error::success();
@@ -354,9 +385,13 @@ Writer::write(const std::string &path,
   for (auto [i, p] : llvm::enumerate(params)) {
     auto t = cast<RankedTensorType>(p.getType());
     std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
-    wtab.push_back(fa::CreateWeight(fbb, fbb.CreateString(p.getKey().str()),
-                                    fa::DType::F32, fbb.CreateVector(shape),
-                                    weightOffset[i], 4 * t.getNumElements()));
+    auto f = formatOf(p);
+    wtab.push_back(fa::CreateWeight(
+        fbb, fbb.CreateString(p.getKey().str()), storedType(p),
+        fbb.CreateVector(shape), weightOffset[i], weightBytes[i],
+        f ? f->group : 0,
+        f && f->grid == ::fm::kernels::QuantGrid::Affine ? fa::QuantGrid::Affine
+                                                         : fa::QuantGrid::Balanced));
   }
   std::vector<flatbuffers::Offset<fa::KvCache>> caches;
   for (auto c : model.getBodyBlock().getOps<mlir::fm::KvCacheOp>()) {
@@ -446,6 +481,7 @@ Writer::write(const std::string &path,
   // Stream the weights, converted to f32, hashing the data section.
   Fnv1a hash;
   std::vector<float> buf;
+  std::vector<uint8_t> packed;
   uint64_t written = 0;
   unsigned lastPct = 0;
   for (auto [i, p] : llvm::enumerate(params)) {
@@ -476,12 +512,25 @@ Writer::write(const std::string &path,
       }
       }
     }
+    // Quantized weights are packed here, one tensor at a time.
+    const uint8_t *bytesPtr = reinterpret_cast<const uint8_t *>(buf.data());
     uint64_t bytes = 4 * buf.size();
+    if (auto f = formatOf(p)) {
+      int64_t n = type.getShape()[0], k = type.getShape()[1];
+      packed.assign(weightBytes[i], 0);
+      ::fm::kernels::QuantError err =
+          ::fm::kernels::quantizeRows(buf.data(), n, k, *f, packed.data());
+      summary.quantErrors.push_back({p.getKey().str(), (unsigned)f->bits,
+                                     err.relativeRms(), err.sqError, err.sqSum,
+                                     (uint64_t)n * k, weightBytes[i]});
+      bytesPtr = packed.data();
+      bytes = weightBytes[i];
+    }
     uint64_t padTo = (i + 1 < params.size() ? weightOffset[i + 1] : dataSize);
     std::vector<uint8_t> zeros(padTo - weightOffset[i] - bytes, 0);
-    hash.update(reinterpret_cast<const uint8_t *>(buf.data()), bytes);
+    hash.update(bytesPtr, bytes);
     hash.update(zeros.data(), zeros.size());
-    if (!writeAll(buf.data(), bytes) || !writeAll(zeros.data(), zeros.size()))
+    if (!writeAll(bytesPtr, bytes) || !writeAll(zeros.data(), zeros.size()))
       return fail("write failed");
     written += bytes + zeros.size();
     unsigned pct = dataSize ? unsigned(100 * written / dataSize) : 100;

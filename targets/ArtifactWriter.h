@@ -11,8 +11,17 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace fm::target {
+
+/// The quantization error of one packed tensor.
+struct QuantErrorEntry {
+  std::string name;
+  unsigned bits = 0;
+  double relativeRms = 0, sqError = 0, sqSum = 0;
+  uint64_t elements = 0, bytes = 0;
+};
 
 struct ArtifactSummary {
   uint64_t artifactBytes = 0, weightBytes = 0, parameters = 0;
@@ -22,6 +31,8 @@ struct ArtifactSummary {
   /// All-reduce commands per phase (one per track block when partitioned).
   std::map<std::string, unsigned> collectivesPerPhase;
   unsigned devices = 1, numTracks = 0, numTrackBlocks = 0;
+  /// One entry per quantized tensor, in file order.
+  std::vector<QuantErrorEntry> quantErrors;
 };
 
 /// Writes `module` (after fm-plan-memory) with the executable `exe` to

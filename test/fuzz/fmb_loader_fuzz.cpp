@@ -8,7 +8,7 @@
 //     -I runtime/include -I runtime -I BUILD/runtime/src/include
 //     test/fuzz/fmb_loader_fuzz.cpp runtime/src/{Artifact,CpuExecutable,
 //     Executor,Runtime,ThreadPool}.cpp runtime/kernels/{attention,isa,matmul,
-//     matmul_generic,sampler}.cpp -o /tmp/fmb_fuzz
+//     matmul_generic,moe,sampler}.cpp -o /tmp/fmb_fuzz
 //   /tmp/fmb_fuzz -max_total_time=60 test/fuzz/corpus/fmb
 // Seeds: FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test
 //   --gtest_filter=Loader.WriteCorpus
@@ -18,6 +18,46 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+namespace {
+
+// Rank `rank` of a group of `size` whose collectives do nothing: one
+// process can then run each device's share of a partitioned model in turn
+// (the AllReduce only scales).
+class LoneRank final : public fm::Communicator {
+public:
+  LoneRank(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  fm::Status allReduceSum(float *, int64_t) override { return fm::Status::ok(); }
+  fm::Status broadcast(int32_t *, int64_t, int) override {
+    return fm::Status::ok();
+  }
+
+private:
+  int rank_, size_;
+};
+
+void exercise(const std::shared_ptr<fm::Model> &model, int threads,
+              fm::Communicator *comm) {
+  const fm::Model &m = *model;
+  fm::Session session(model, fm::SessionOptions{threads, comm});
+  if (!session.status())
+    return;
+  std::vector<int32_t> tokens;
+  for (int64_t i = 0; i < 6; ++i)
+    tokens.push_back(static_cast<int32_t>((i * 7 + 1) % std::max<int64_t>(m.vocabSize(), 1)));
+  // Every program through the public paths; errors (no program, context
+  // full, dispatch without code) are fine, crashes are not.
+  (void)session.prefill(tokens, /*allLogits=*/true, 0);
+  (void)session.prefill(tokens.data(), 3, /*allLogits=*/false, 2);
+  (void)session.decode(tokens[0]);
+  (void)session.decode(-1);
+  (void)session.prefill(tokens, false, 1);
+  (void)session.stats();
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fm::LoadOptions options;
@@ -38,18 +78,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cacheFloats += 2 * c.slots * c.capacity * c.kvHeads * c.headDim;
   if (arena > (1 << 20) || cacheFloats > (1 << 22) || m.vocabSize() > (1 << 16))
     return 0;
-  fm::Session session(*model, fm::SessionOptions{1});
-  if (!session.status())
-    return 0;
-  std::vector<int32_t> tokens;
-  for (int64_t i = 0; i < 6; ++i)
-    tokens.push_back(static_cast<int32_t>((i * 7 + 1) % std::max<int64_t>(m.vocabSize(), 1)));
-  // Every program through the public paths; errors (no program, context
-  // full, dispatch without code) are fine, crashes are not.
-  (void)session.prefill(tokens, /*allLogits=*/true, 0);
-  (void)session.prefill(tokens.data(), 3, /*allLogits=*/false, 2);
-  (void)session.decode(tokens[0]);
-  (void)session.decode(-1);
-  (void)session.prefill(tokens, false, 1);
+  // One thread, then two (track sections run their tracks concurrently,
+  // the Moe kernel splits its work); a partitioned model as each of its
+  // ranks in turn.
+  if (m.devices() <= 1) {
+    exercise(*model, 1, nullptr);
+    exercise(*model, 2, nullptr);
+  } else if (m.devices() <= 4) {
+    for (int rank = 0; rank < m.devices(); ++rank) {
+      LoneRank comm(rank, static_cast<int>(m.devices()));
+      exercise(*model, 2, &comm);
+    }
+  }
   return 0;
 }

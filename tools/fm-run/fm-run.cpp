@@ -15,9 +15,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -67,6 +69,15 @@ bool parseTokens(const std::string &text, std::vector<int32_t> *out,
     i = comma + 1;
   }
   return true;
+}
+
+// Ranks of this job on this machine (from the MPI launcher), else 1.
+int localRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *value = std::getenv(name))
+      if (int n = std::atoi(value); n > 0)
+        return n;
+  return 1;
 }
 
 double msSince(std::chrono::steady_clock::time_point t0) {
@@ -123,8 +134,25 @@ int run(const Args &args, fm::Communicator *comm) {
     if (!loaded)
       return loaded.message();
     model = *loaded;
+    // What the session would reject, checked here so that under mpirun
+    // every rank fails in the setup together rather than mid-run.
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= model->vocabSize())
+        return model->name() + ": token " + std::to_string(tokens[i]) +
+               " at index " + std::to_string(i) + " is out of range (vocab " +
+               std::to_string(model->vocabSize()) + ")";
+    if (model->contextLength() > 0 &&
+        static_cast<int64_t>(tokens.size()) > model->contextLength())
+      return model->name() + ": " + std::to_string(tokens.size()) +
+             " tokens do not fit in the context of " +
+             std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
     sessionOptions.threads = args.threads;
+    // By default the ranks on one machine share its cores.
+    if (args.threads == 0 && ranks > 1)
+      sessionOptions.threads = std::max(
+          1, static_cast<int>(std::thread::hardware_concurrency()) /
+                 std::max(1, localRanks()));
     sessionOptions.communicator = comm;
     session = std::make_unique<fm::Session>(model, sessionOptions);
     if (!session->status())
@@ -136,6 +164,10 @@ int run(const Args &args, fm::Communicator *comm) {
     float failed = error.empty() ? 0.0f : 1.0f;
     if (fm::Status s = comm->allReduceSum(&failed, 1); !s)
       return abortAll(s.message());
+    // When every rank failed (a bad file, a rank count that does not match
+    // the partition), rank 0 speaks for all; else each failed rank does.
+    if (failed >= float(ranks))
+      return leader ? fail(error) : 1;
     if (failed > 0.0f)
       return error.empty() ? 1 : report(error);
   } else if (!error.empty()) {
@@ -257,7 +289,8 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber)
       ->default_val(16);
   app.add_option("--threads", args.threads,
-                 "kernel threads (default: one per core)")
+                 "kernel threads per process (default: one per core, shared "
+                 "by the ranks of an mpirun on one machine)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--temperature", args.temperature,
                  "sampling temperature (0: greedy)")

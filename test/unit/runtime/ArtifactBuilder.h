@@ -21,6 +21,11 @@ inline fa::BufferRef buf(uint64_t offset, uint32_t stride, uint32_t width) {
   return fa::BufferRef(offset, stride, width);
 }
 
+/// Weight indices of a Moe command's shared expert, all four (or -1).
+struct SharedExpert {
+  int32_t gate = -1, up = -1, down = -1, expertGate = -1;
+};
+
 class ArtifactBuilder {
 public:
   using Cmd = flatbuffers::Offset<fa::Command>;
@@ -124,10 +129,7 @@ public:
     auto op = fa::CreateCopyLastRow(fbb_, &src, &dst);
     return command(fa::Op::CopyLastRow, op.Union(), layer, false);
   }
-  /// The shared expert's weights, all four (or -1).
-  struct SharedExpert {
-    int32_t gate = -1, up = -1, down = -1, expertGate = -1;
-  };
+  using SharedExpert = fm::test::SharedExpert;
   Cmd moe(fa::BufferRef x, fa::BufferRef y, uint32_t router,
           const std::vector<uint32_t> &gate, const std::vector<uint32_t> &up,
           const std::vector<uint32_t> &down, uint32_t topK, bool normTopk,

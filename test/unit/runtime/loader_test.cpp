@@ -3,10 +3,12 @@
 // FM_FMB_CORPUS_DIR is set.
 #include "ArtifactBuilder.h"
 #include "TinyModel.h"
+#include "TrackModel.h"
 #include "fm/runtime.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -388,6 +390,369 @@ TEST(Loader, Programs) {
             "from dst width 3");
 }
 
+// A Moe between embed and lm_head: vocab 4, hidden 4, 3 experts of
+// intermediate 2 (gate and up back to back), top-2; `maxRows` rows.
+//   0: Embed -> h (0..3)   1: Moe h -> m (8..11)   2: MatMul m · Wᵀ -> logits
+struct MoeMini {
+  uint32_t E = 0, W = 0, router = 0;
+  std::vector<uint32_t> gate, up, down;
+  SharedExpert shared;
+};
+using MoeTweak =
+    std::function<void(ArtifactBuilder &, MoeMini &, std::vector<Cmd> &)>;
+
+std::vector<uint8_t> moeMini(const MoeTweak &tweak = {}, bool withShared = false,
+                             uint32_t maxRows = 1) {
+  ArtifactBuilder b;
+  b.vocab = 4;
+  b.hidden = 4;
+  MoeMini m;
+  m.E = b.addWeight("model.embed_tokens.weight", {4, 4}, miniE());
+  m.W = b.addWeight("lm_head.weight", {4, 4}, miniW());
+  auto ramp = [](size_t n, float step) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = step * float(int(i % 7) - 3);
+    return v;
+  };
+  m.router = b.addWeight("mlp.router.weight", {3, 4}, ramp(12, 0.5f));
+  for (int e = 0; e < 3; ++e) {
+    const std::string x = "mlp.experts." + std::to_string(e) + ".";
+    m.gate.push_back(b.addWeight(x + "gate_proj.weight", {2, 4}, ramp(8, 0.25f)));
+    m.up.push_back(b.addWeight(x + "up_proj.weight", {2, 4}, ramp(8, -0.125f)));
+    m.down.push_back(b.addWeight(x + "down_proj.weight", {4, 2}, ramp(8, 0.5f)));
+  }
+  if (withShared) {
+    m.shared.gate = int32_t(b.addWeight("mlp.shared_expert.gate_proj.weight", {3, 4},
+                                        ramp(12, 0.25f)));
+    m.shared.up = int32_t(b.addWeight("mlp.shared_expert.up_proj.weight", {3, 4},
+                                      ramp(12, 0.5f)));
+    m.shared.down = int32_t(b.addWeight("mlp.shared_expert.down_proj.weight", {4, 3},
+                                        ramp(12, -0.25f)));
+    m.shared.expertGate = int32_t(
+        b.addWeight("mlp.shared_expert_gate.weight", {1, 4}, ramp(4, 1.0f)));
+  }
+  const uint64_t R = maxRows;
+  std::vector<Cmd> cmds;
+  cmds.push_back(b.embed(m.E, buf(0, 4, 4), "model.embed_tokens"));
+  cmds.push_back(b.moe(buf(0, 4, 4), buf(8 * R, 4, 4), m.router, m.gate, m.up,
+                       m.down, 2, true, false, m.shared, "model.layers.0.mlp"));
+  cmds.push_back(b.matmul(buf(8 * R, 4, 4), {m.W}, buf(4 * R, 4, 4), 4, 4, false,
+                          "lm_head"));
+  if (tweak)
+    tweak(b, m, cmds);
+  b.addProgram("decode", maxRows, 12 * R, buf(4 * R, 4, 4), false, cmds);
+  return b.finish();
+}
+
+const std::string kMoe = "model.fmb: program 'decode' command 1 (model.layers.0.mlp): ";
+
+TEST(Loader, Moe) {
+  EXPECT_EQ(loadError(moeMini()), "(loaded)");
+  EXPECT_EQ(loadError(moeMini({}, /*withShared=*/true, /*maxRows=*/3)), "(loaded)");
+  auto replace = [](auto make) {
+    return [make](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+      c[1] = make(b, m);
+    };
+  };
+  // Weight counts and top_k.
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate,
+                           {m.up[0], m.up[1]}, m.down, 2, true, false, {},
+                           "model.layers.0.mlp");
+            }))),
+            kMoe + "moe has 3 gate, 2 up and 3 down weights: every expert needs "
+                   "one of each");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, {}, {}, {}, 1,
+                           true, false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "moe has no experts");
+  for (uint32_t k : {0u, 4u})
+    EXPECT_EQ(loadError(moeMini(replace([k](ArtifactBuilder &b, MoeMini &m) {
+                return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                             m.down, k, true, false, {}, "model.layers.0.mlp");
+              }))),
+              kMoe + "top_k " + std::to_string(k) + " is not in 1..3 (3 experts)");
+  // Shapes.
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.gate[0], m.gate, m.up,
+                           m.down, 2, true, false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "router weight 3 ('mlp.experts.0.gate_proj.weight') has shape "
+                   "[2, 4], expected [3, 4] (experts, x width)");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router,
+                           {m.gate[0], m.gate[1], m.down[2]}, m.up, m.down, 2, true,
+                           false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "expert 2 gate weight 11 ('mlp.experts.2.down_proj.weight') has "
+                   "shape [4, 2], expected [2, 4] (intermediate, x width)");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           {m.down[0], m.up[1], m.down[2]}, 2, true, false, {},
+                           "model.layers.0.mlp");
+            }))),
+            kMoe + "expert 1 down weight 7 ('mlp.experts.1.up_proj.weight') has "
+                   "shape [2, 4], expected [4, 2] (x width, intermediate)");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           {m.down[0], 99, m.down[2]}, 2, true, false, {},
+                           "model.layers.0.mlp");
+            }))),
+            kMoe + "expert 1 down: weight index 99 out of range (12 weights)");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(8, 4, 3), m.router, m.gate, m.up,
+                           m.down, 2, true, false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "y width 3 is not x width 4");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(2, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "y buffer (offset 2, stride 4, width 4) overlaps x buffer "
+                   "(offset 0, stride 4, width 4)");
+  EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
+              return b.moe(buf(0, 4, 4), buf(10, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, {}, "model.layers.0.mlp");
+            }))),
+            kMoe + "y buffer (offset 10, stride 4, width 4) with 1 row ends at "
+                   "float 14, past the arena of 12 floats");
+  // Dtypes.
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              uint32_t h = b.addRawWeight("half", {2, 4}, fa::DType::F16,
+                                          std::vector<uint8_t>(16));
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router,
+                           {m.gate[0], h, m.gate[2]}, m.up, m.down, 2, true, false,
+                           {}, "model.layers.0.mlp");
+            })),
+            kMoe + "expert 1 gate weight 12 ('half') is f16 but the router is f32");
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              uint32_t q = b.addRawWeight("q", {3, 4}, fa::DType::I8,
+                                          std::vector<uint8_t>(12));
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), q, m.gate, m.up, m.down, 2,
+                           true, false, {}, "model.layers.0.mlp");
+            })),
+            kMoe + "router weight 12 ('q') is i8 (moe reads f32 or f16 weights)");
+  // The shared expert: all four or none, with consistent shapes.
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              SharedExpert partial = m.shared;
+              partial.expertGate = -1;
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, partial, "model.layers.0.mlp");
+            }, true)),
+            kMoe + "a shared expert needs all of shared_gate, shared_up, shared_down "
+                   "and shared_expert_gate (given: shared_gate, shared_up, "
+                   "shared_down)");
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              SharedExpert wrong = m.shared;
+              wrong.down = m.shared.up;
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, wrong, "model.layers.0.mlp");
+            }, true)),
+            kMoe + "shared down weight 13 ('mlp.shared_expert.up_proj.weight') has "
+                   "shape [3, 4], expected [4, 3] (x width, shared intermediate)");
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              SharedExpert wrong = m.shared;
+              wrong.expertGate = m.router;
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, wrong, "model.layers.0.mlp");
+            }, true)),
+            kMoe + "shared expert gate weight 2 ('mlp.router.weight') has shape "
+                   "[3, 4], expected [1, 4] (1, x width)");
+  EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
+              SharedExpert wrong = m.shared;
+              wrong.gate = -3;
+              c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), m.router, m.gate, m.up,
+                           m.down, 2, true, false, wrong, "model.layers.0.mlp");
+            }, true)),
+            kMoe + "shared_gate -3 is invalid (-1 or a weight index)");
+}
+
+TEST(Loader, MoeRuns) {
+  // The loaded mini Moe runs (values are checked in the kernel tests).
+  for (bool shared : {false, true}) {
+    auto file = moeMini({}, shared, 3);
+    auto model = Model::loadFromBuffer(file.data(), file.size(), "model.fmb");
+    ASSERT_TRUE(model.isOk()) << model.message();
+    Session session(*model, SessionOptions{2});
+    auto logits = session.prefill(std::vector<int32_t>{1, 2, 3, 0}, true);
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    for (int64_t i = 0; i < logits->rows * logits->vocab; ++i)
+      EXPECT_TRUE(std::isfinite(logits->data[i]));
+  }
+}
+
+// Two tracks of block 0: track t computes h · W -> its buffer at 8 + 4t;
+// then a partial sum (block -1) and an AllReduce. `tweak` may change the
+// artifact fields or the commands (index 1, 2: the tracks; 5: the reduce).
+std::vector<uint8_t> trackMini(const Tweak &tweak = {}, uint32_t devices = 1,
+                               uint64_t arena = 16) {
+  return mini(
+      [&](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+        b.numTracks = 2;
+        b.numTrackBlocks = 1;
+        b.devices = devices;
+        const auto lm = c[1];
+        c.pop_back();
+        for (int32_t t = 0; t < 2; ++t) {
+          b.placement = {0, t, devices > 1 ? t : -1};
+          c.push_back(b.matmul(buf(0, 4, 4), {m.W}, buf(8 + 4 * t, 4, 4), 4, 4,
+                               false, "model.blocks.0.tracks." + std::to_string(t)));
+        }
+        b.placement = {-1, -1, devices > 1 ? 0 : -1};
+        c.push_back(b.matmul(buf(8, 4, 4), {m.W}, buf(0, 4, 4), 4, 4, false));
+        b.placement = {-1, -1, devices > 1 ? 1 : -1};
+        c.push_back(b.matmul(buf(12, 4, 4), {m.W}, buf(0, 4, 4), 4, 4,
+                             devices == 1));
+        b.placement = {};
+        c.push_back(b.allReduce(buf(0, 4, 4), 0.5f, "model.blocks.0"));
+        c.push_back(lm);
+        if (tweak)
+          tweak(b, m, c);
+      },
+      1, arena);
+}
+
+TEST(Loader, TrackPlacement) {
+  EXPECT_EQ(loadError(trackMini()), "(loaded)");
+  EXPECT_EQ(loadError(trackMini({}, 2)), "(loaded)");
+  auto place = [](int index, ArtifactBuilder::Placement p) {
+    return [=](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+      b.placement = p;
+      c[index] = b.matmul(buf(0, 4, 4), {m.W}, buf(8, 4, 4), 4, 4, false,
+                          "model.blocks.0.tracks.0");
+      b.placement = {};
+    };
+  };
+  const std::string at =
+      "model.fmb: program 'decode' command 1 (model.blocks.0.tracks.0): ";
+  EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
+              b.devices = 0;
+            })),
+            "model.fmb: devices is 0 (a model runs on at least one)");
+  EXPECT_EQ(loadError(trackMini(place(1, {0, -1, -1}))),
+            at + "block 0 with track -1: a command of a track block names both");
+  EXPECT_EQ(loadError(trackMini(place(1, {1, 0, -1}))),
+            at + "block 1 out of range (1 track blocks)");
+  EXPECT_EQ(loadError(trackMini(place(1, {0, 2, -1}))),
+            at + "track 2 out of range (2 tracks)");
+  EXPECT_EQ(loadError(trackMini(place(1, {0, 0, 1}))),
+            at + "device 1 out of range (the model is partitioned for 1 device)");
+  EXPECT_EQ(loadError(trackMini(place(1, {0, 0, 2}), 2)),
+            at + "device 2 out of range (the model is partitioned for 2 devices)");
+  EXPECT_EQ(loadError(trackMini(place(1, {0, 0, -2}))),
+            at + "device -2 is invalid (-1 or an index)");
+  EXPECT_EQ(loadError(trackMini(place(1, {-5, 0, -1}))),
+            at + "block -5 is invalid (-1 or an index)");
+  const std::string reduce = "model.fmb: program 'decode' command 5 (model.blocks.0): ";
+  EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+              b.placement = {0, 1, -1};
+              c[5] = b.allReduce(buf(0, 4, 4), 0.5f, "model.blocks.0");
+              b.placement = {};
+            })),
+            reduce + "an AllReduce cannot be inside track block 0: collectives run "
+                     "between blocks");
+  EXPECT_EQ(loadError(trackMini(
+                [](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+                  b.placement = {-1, -1, 1};
+                  c[5] = b.allReduce(buf(0, 4, 4), 0.5f, "model.blocks.0");
+                  b.placement = {};
+                },
+                2)),
+            reduce + "an AllReduce runs on every rank (device -1), not only on "
+                     "device 1");
+  EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &, Mini &, std::vector<Cmd> &c) {
+              c.push_back(c[5]); // a second reference to the same table
+            })),
+            "(loaded)");
+  EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+              c.push_back(b.allReduce(buf(4, 4, 8), 1.0f, "model.blocks.0"));
+            })),
+            "model.fmb: program 'decode' command 2 (model.blocks.0): buffer buffer "
+            "(offset 4, stride 4, width 8) with 1 row ends at float 12, past the "
+            "arena of 8 floats");
+}
+
+TEST(Loader, TrackBuffersAreDisjoint) {
+  const std::string at = "model.fmb: program 'decode' block 0: ";
+  // Track 1 writes track 0's output.
+  EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+              b.placement = {0, 1, -1};
+              c[2] = b.matmul(buf(0, 4, 4), {m.W}, buf(10, 4, 4), 4, 4, false,
+                              "model.blocks.0.tracks.1");
+              b.placement = {};
+            })),
+            at + "command 2 (model.blocks.0.tracks.1) of track 1 writes y buffer "
+                 "(offset 10, stride 4, width 4), which overlaps y buffer (offset 8, "
+                 "stride 4, width 4) of command 1 (model.blocks.0.tracks.0) of "
+                 "track 0: the tracks of a block run concurrently and need "
+                 "disjoint buffers");
+  // Track 1 reads what track 0 writes.
+  EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+              b.placement = {0, 1, -1};
+              c[2] = b.matmul(buf(8, 4, 4), {m.W}, buf(12, 4, 4), 4, 4, false,
+                              "model.blocks.0.tracks.1");
+              b.placement = {};
+            })),
+            at + "command 2 (model.blocks.0.tracks.1) of track 1 reads x buffer "
+                 "(offset 8, stride 4, width 4), which overlaps y buffer (offset 8, "
+                 "stride 4, width 4) of command 1 (model.blocks.0.tracks.0) of "
+                 "track 0: the tracks of a block run concurrently and need "
+                 "disjoint buffers");
+  // On different devices the two never share a process: allowed.
+  EXPECT_EQ(loadError(trackMini(
+                [](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+                  b.placement = {0, 1, 1};
+                  c[2] = b.matmul(buf(0, 4, 4), {m.W}, buf(8, 4, 4), 4, 4, false,
+                                  "model.blocks.0.tracks.1");
+                  b.placement = {};
+                },
+                2)),
+            "(loaded)");
+  // A track reads what it wrote; both read the block input h. Then track 1's
+  // second output lands on track 0's.
+  auto chain = [](uint64_t secondOut) {
+    return [=](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
+      b.placement = {0, 0, -1};
+      c.insert(c.begin() + 2, b.matmul(buf(8, 4, 4), {m.W}, buf(16, 4, 4), 4, 4,
+                                       false, "model.blocks.0.tracks.0"));
+      b.placement = {0, 1, -1};
+      c.insert(c.begin() + 4, b.matmul(buf(12, 4, 4), {m.W}, buf(secondOut, 4, 4),
+                                       4, 4, false, "model.blocks.0.tracks.1"));
+      b.placement = {};
+    };
+  };
+  EXPECT_EQ(loadError(trackMini(chain(20), 1, 32)), "(loaded)");
+  EXPECT_EQ(loadError(trackMini(chain(16), 1, 32)),
+            at + "command 4 (model.blocks.0.tracks.1) of track 1 writes y buffer "
+                 "(offset 16, stride 4, width 4), which overlaps y buffer (offset 16, "
+                 "stride 4, width 4) of command 2 (model.blocks.0.tracks.0) of "
+                 "track 0: the tracks of a block run concurrently and need "
+                 "disjoint buffers");
+  // A cache slot used by two tracks (slot 1), and then by one (slots 0, 1).
+  auto attend = [](uint32_t slot1) {
+    return [=](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+      b.addCache("kv", 2, 1, 4, 16);
+      b.placement = {0, 0, -1};
+      c.insert(c.begin() + 3,
+               b.attention(buf(0, 4, 4), buf(16, 4, 4), 0, 1, 1, 1, 4, 0.5f, 0,
+                           "model.blocks.0.tracks.0.self_attn"));
+      b.placement = {0, 1, -1};
+      c.insert(c.begin() + 4,
+               b.attention(buf(0, 4, 4), buf(20, 4, 4), 0, slot1, 1, 1, 4, 0.5f, 0,
+                           "model.blocks.0.tracks.1.self_attn"));
+      b.placement = {};
+    };
+  };
+  EXPECT_EQ(loadError(trackMini(attend(0), 1, 32)), "(loaded)");
+  EXPECT_EQ(loadError(trackMini(attend(1), 1, 32)),
+            at + "command 4 (model.blocks.0.tracks.1.self_attn) of track 1 uses "
+                 "cache 0 slot 1 of command 3 (model.blocks.0.tracks.0.self_attn) "
+                 "of track 0: the tracks of a block run concurrently and need "
+                 "their own caches");
+}
+
 // Writes seed artifacts for test/fuzz/fmb_loader_fuzz.cpp:
 //   FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test --gtest_filter=Loader.WriteCorpus
 TEST(Loader, WriteCorpus) {
@@ -424,6 +789,20 @@ TEST(Loader, WriteCorpus) {
   o.attnStride = 20;
   o.gapAfterWq = true;
   write("tiny_split.fmb", tiny.build(o, {0x7f, 'E', 'L', 'F'}));
+  // Moe (with and without a shared expert), track sections and AllReduce.
+  write("mini_moe.fmb", moeMini());
+  write("mini_moe_shared.fmb", moeMini({}, /*withShared=*/true, /*maxRows=*/3));
+  write("mini_tracks.fmb", trackMini());
+  write("mini_tracks_d2.fmb", trackMini({}, /*devices=*/2));
+  TrackModel tracks;
+  TrackModel::Options to;
+  to.maxRows = 4;
+  to.capacity = 8;
+  to.interleave = true;
+  write("tracks.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
+  to.devices = 2;
+  to.interleave = false;
+  write("tracks_d2.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Stand-ins for generated code, built as a shared object that the executor
 // tests embed into artifacts ("elf-so") and dispatch into. Shapes are baked
 // in, as the compiler bakes them into generated kernels.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -37,6 +38,15 @@ fmt_record(void **args, int64_t rows, int64_t pos) {
   out[0] = static_cast<float>(rows);
   out[1] = static_cast<float>(pos);
   out[2] += 1.0f;
+}
+
+/// args: a buffer; writes a number unique to the calling thread (1, 2, ...)
+/// into its first float.
+__attribute__((visibility("default"))) void
+fmt_thread_tag(void **args, int64_t, int64_t) {
+  static std::atomic<int> next{0};
+  thread_local int id = ++next;
+  static_cast<float *>(args[0])[0] = static_cast<float>(id);
 }
 
 } // extern "C"

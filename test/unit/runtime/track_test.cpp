@@ -79,6 +79,43 @@ TEST(Tracks, ConcurrentTracksMatchReference) {
   }
 }
 
+// Four tracks that record which thread ran them: on two threads the pool
+// gives tracks 0-1 to the caller and 2-3 to its worker; on one thread all
+// run on the caller.
+TEST(Tracks, TracksRunOnThePoolThreads) {
+  ArtifactBuilder b;
+  b.vocab = 4;
+  b.numTracks = 4;
+  b.numTrackBlocks = 1;
+  b.setExecutable("elf-so", "x86_64-unknown-linux-gnu",
+                  {"fmt_write_kv", "fmt_thread_tag"}, kernelsSo());
+  std::vector<ArtifactBuilder::Cmd> cmds;
+  for (int32_t t = 0; t < 4; ++t) {
+    b.placement = {0, t, -1};
+    cmds.push_back(b.dispatch(1, {b.bufferArg(buf(4 + 4 * t, 4, 1))},
+                              "model.blocks.0.tracks." + std::to_string(t)));
+  }
+  b.addProgram("decode", 1, 20, buf(0, 4, 4), false, cmds);
+  auto model = load(b.finish());
+  ASSERT_TRUE(model);
+  for (int threads : {1, 2}) {
+    Session session(model, SessionOptions{threads});
+    auto logits = session.decode(0);
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    const float *arena = *logits; // the logits are at arena float 0
+    float tag[4];
+    for (int t = 0; t < 4; ++t)
+      tag[t] = arena[4 + 4 * t];
+    EXPECT_GT(tag[0], 0.0f);
+    EXPECT_EQ(tag[0], tag[1]);
+    EXPECT_EQ(tag[2], tag[3]);
+    if (threads == 1)
+      EXPECT_EQ(tag[0], tag[2]);
+    else
+      EXPECT_NE(tag[0], tag[2]);
+  }
+}
+
 TEST(Tracks, StatsCountCollectives) {
   TrackModel tm;
   auto model = load(tm.build({}, kernelsSo()));

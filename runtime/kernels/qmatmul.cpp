@@ -1,0 +1,190 @@
+// Chooses the qmatmul path for this CPU once, prepares the activations into
+// a per-thread scratch buffer and splits calls across threads.
+#include "kernels/qmatmul.h"
+
+#include "kernels/qmatmul_isa.h"
+#include "src/ThreadPool.h"
+
+#include <cassert>
+#include <cstdlib>
+
+namespace fm::kernels {
+namespace {
+
+using qdetail::QMatmulIsa;
+
+// Matvec: rows of w per parallel work unit (a multiple of the kernels'
+// 4-row tile; 16 rows keep each thread's stores to y on its own lines).
+constexpr int64_t kMatvecUnitRows = 16;
+// Below this many weights a call runs on the calling thread: waking the
+// pool costs more than it saves.
+constexpr int64_t kMinParallelWork = 1 << 15;
+// Prefill work units: a block of w rows (reused from L2 across the x rows
+// of the unit) by a block of x rows, numbered w-block-major so that a
+// thread's contiguous range of units reads each w block from memory once.
+constexpr int64_t kPrefillUnitRowsN = 64;
+constexpr int64_t kPrefillUnitRowsM = 128;
+
+bool cpuHasAvx512Vnni() {
+#if defined(FM_KERNELS_X86)
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni;
+#else
+  return false;
+#endif
+}
+
+const QMatmulIsa &isaTable(KernelIsa path) {
+  assert(kernelIsaAvailable(path) && "qmatmul path not available");
+  // Never run instructions this CPU lacks, even when asserts are off.
+  if (!kernelIsaAvailable(path))
+    return qdetail::kQMatmulGeneric;
+  switch (path) {
+#if defined(FM_KERNELS_X86)
+  case KernelIsa::Avx2:
+    return qdetail::kQMatmulAvx2;
+  case KernelIsa::Avx512:
+    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni
+                              : qdetail::kQMatmulAvx2;
+#endif
+#if defined(FM_KERNELS_NEON)
+  case KernelIsa::Neon:
+    return qdetail::kQMatmulNeon;
+#endif
+  default:
+    return qdetail::kQMatmulGeneric;
+  }
+}
+
+// The calling thread's buffer for prepared activations: grown (64-byte
+// aligned) when a call needs more, never shrunk, freed at thread exit.
+class Scratch {
+public:
+  ~Scratch() { std::free(data_); }
+  uint8_t *get(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      size_ = (bytes + 4095) / 4096 * 4096;
+      data_ = static_cast<uint8_t *>(std::aligned_alloc(64, size_));
+    }
+    return data_;
+  }
+
+private:
+  uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+thread_local Scratch tScratch;
+
+void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
+         const uint8_t *w, QuantFormat f, int64_t N, float *y,
+         bool accumulate, fm::rt::ThreadPool *pool) {
+  assert(isValidQuantFormat(f) && "invalid quant format");
+  assert(K % f.group == 0 && "K must be a multiple of the group");
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M * N; ++i)
+        y[i] = 0.0f;
+    return;
+  }
+  qdetail::Params p{w, f, K, static_cast<int64_t>(packedRowBytes(f, K)),
+                    x, K * static_cast<int64_t>(sizeof(float)), y, N,
+                    accumulate};
+  const bool parallel =
+      pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
+  if (isa.prepare) {
+    const int64_t rowBytes = isa.preparedRowBytes
+                                 ? isa.preparedRowBytes(f, K)
+                                 : qdetail::actLayout(f, K).rowBytes;
+    uint8_t *act = tScratch.get(static_cast<size_t>(M * rowBytes));
+    auto prepare = [&](int64_t begin, int64_t end) {
+      for (int64_t m = begin; m < end; ++m)
+        isa.prepare(x + m * K, K, f, act + m * rowBytes);
+    };
+    if (parallel && M > 1)
+      pool->parallelFor(M, prepare);
+    else
+      prepare(0, M);
+    p.act = act;
+    p.actStride = rowBytes;
+  }
+  if (M == 1) {
+    if (!parallel) {
+      isa.range(p, 0, 1, 0, N);
+      return;
+    }
+    const int64_t units = (N + kMatvecUnitRows - 1) / kMatvecUnitRows;
+    pool->parallelFor(units, [&](int64_t begin, int64_t end) {
+      const int64_t n1 = end * kMatvecUnitRows;
+      isa.range(p, 0, 1, begin * kMatvecUnitRows, n1 < N ? n1 : N);
+    });
+    return;
+  }
+  const int64_t mUnits = (M + kPrefillUnitRowsM - 1) / kPrefillUnitRowsM;
+  const int64_t nUnits = (N + kPrefillUnitRowsN - 1) / kPrefillUnitRowsN;
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t m0 = (unit % mUnits) * kPrefillUnitRowsM;
+      const int64_t n0 = (unit / mUnits) * kPrefillUnitRowsN;
+      const int64_t m1 = m0 + kPrefillUnitRowsM < M ? m0 + kPrefillUnitRowsM : M;
+      const int64_t n1 = n0 + kPrefillUnitRowsN < N ? n0 + kPrefillUnitRowsN : N;
+      isa.range(p, m0, m1, n0, n1);
+    }
+  };
+  if (parallel)
+    pool->parallelFor(mUnits * nUnits, body);
+  else
+    body(0, mUnits * nUnits);
+}
+
+} // namespace
+
+const char *qmatmulPathName() { return kernelIsaName(kernelIsaBest()); }
+
+void qmatmulOn(KernelIsa path, const float *x, int64_t M, int64_t K,
+               const uint8_t *w, QuantFormat f, int64_t N, float *y,
+               bool accumulate, fm::rt::ThreadPool *pool) {
+  run(isaTable(path), x, M, K, w, f, N, y, accumulate, pool);
+}
+
+void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
+             QuantFormat f, int64_t N, float *y, bool accumulate,
+             fm::rt::ThreadPool *pool) {
+  qmatmulOn(kernelIsaBest(), x, M, K, w, f, N, y, accumulate, pool);
+}
+
+bool qmatmulVariantAvailable(QMatmulVariant variant) {
+  switch (variant) {
+  case QMatmulVariant::Default:
+    return true;
+  case QMatmulVariant::Avx512F32:
+#if defined(FM_KERNELS_X86)
+    return kernelIsaAvailable(KernelIsa::Avx512);
+#else
+    return false;
+#endif
+  }
+  return false;
+}
+
+void qmatmulVariant(QMatmulVariant variant, const float *x, int64_t M,
+                    int64_t K, const uint8_t *w, QuantFormat f, int64_t N,
+                    float *y, bool accumulate, fm::rt::ThreadPool *pool) {
+  assert(qmatmulVariantAvailable(variant) && "qmatmul variant not available");
+#if defined(FM_KERNELS_X86)
+  if (variant == QMatmulVariant::Avx512F32 &&
+      qmatmulVariantAvailable(variant)) {
+    run(qdetail::kQMatmulAvx512F32, x, M, K, w, f, N, y, accumulate, pool);
+    return;
+  }
+#endif
+  qmatmul(x, M, K, w, f, N, y, accumulate, pool);
+}
+
+} // namespace fm::kernels

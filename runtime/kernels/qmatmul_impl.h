@@ -1,0 +1,328 @@
+// Internal: the int8-activation qmatmul, written once over a SIMD traits
+// struct V and instantiated in each ISA's file with that file's flags
+// (like matmul_tiles.h). Include only from qmatmul_<isa>.cpp.
+//
+// V provides (Q: vector of quant bytes, I: int32 vector, F: f32 vector,
+// kLanes = kBytes / 4 lanes):
+//   kBytes              quant bytes per step (64, 32 or 16)
+//   kOffset8            o subtracted from 8-bit quants (0: u8 x s8 dots)
+//   loadW(p), loadWPartial(p, n)           kBytes of quants (zero-filled)
+//   plane<Bits, J>(w)   plane J of the quants (minus o when Bits == 8)
+//   dot<Bits>(planes, x) int32 lane i = sum over planes j and bytes 4i..4i+3
+//                        of plane[j] * x[64 * j + byte]
+//   cvt, load, zero, fma(a, b, c) = a*b+c, fmsub(a, b, c) = a*b-c, hsum
+//   Spread, spread(lanesPerGroup), scales(p, count, spread): `count` f16
+//     scales at p, scale g repeated over lanesPerGroup lanes (count > 0)
+//   dotHalf(h, f, n)     sum of halfToFloat(h[i]) * f[i]
+//   prefetch(p)
+#pragma once
+
+#include "kernels/qmatmul_isa.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace fm::kernels::qdetail {
+
+#if defined(__GNUC__)
+#define FM_Q_INLINE inline __attribute__((always_inline))
+#else
+#define FM_Q_INLINE inline
+#endif
+
+// ---------------------------------------------------------------------------
+// Activation preparation (layout in qmatmul_isa.h).
+// ---------------------------------------------------------------------------
+
+// One row for a fixed (bits, unit): constant trip counts, so that the
+// compiler vectorizes and unrolls the per-unit loops (~0.1 ns per input).
+template <int Offset8, int Bits, int U>
+void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
+  constexpr int P = 8 / Bits;
+  constexpr int kUnitBytes = U * Bits / 8;
+  constexpr int kUnitsPerSb = 64 / kUnitBytes;
+  constexpr int kLanesPerUnit = kUnitBytes / 4;
+  const ActLayout l = actLayout(f, K);
+  const float o = Bits == 8 ? static_cast<float>(Offset8) : 0.0f;
+  const float cgrid =
+      f.grid == QuantGrid::Balanced ? balancedCenter(Bits) : 0.0f;
+  const bool affine = f.grid == QuantGrid::Affine;
+  float *gsum = reinterpret_cast<float *>(out + l.gsumOffset);
+  if (affine)
+    std::memset(gsum, 0, sizeof(float) * (K / f.group));
+  // Inputs past K in the last superblock contribute nothing.
+  if (K % (64 * P) != 0)
+    std::memset(out + (l.superblocks - 1) * l.superblockBytes, 0,
+                l.superblockBytes);
+  for (int64_t u = 0; u < K / U; ++u) {
+    const float *xu = x + u * U;
+    // max |x| on the bits (an integer max reduction vectorizes).
+    uint32_t amaxBits = 0;
+    for (int k = 0; k < U; ++k) {
+      uint32_t b;
+      std::memcpy(&b, xu + k, 4);
+      b &= 0x7fffffffu;
+      amaxBits = b > amaxBits ? b : amaxBits;
+    }
+    float amax;
+    std::memcpy(&amax, &amaxBits, 4);
+    const float dx = amax / 127.0f;
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int8_t q[U];
+    for (int k = 0; k < U; ++k)
+      q[k] = static_cast<int8_t>(static_cast<int>(std::nearbyint(xu[k] * inv)));
+    const int64_t sb = u / kUnitsPerSb, uu = u % kUnitsPerSb;
+    uint8_t *base = out + sb * l.superblockBytes;
+    // Run j of the unit (inputs j*kUnitBytes..) sits in plane j at the
+    // unit's bytes.
+    for (int j = 0; j < P; ++j)
+      std::memcpy(base + 64 * j + uu * kUnitBytes, q + j * kUnitBytes,
+                  kUnitBytes);
+    float *dxLanes = reinterpret_cast<float *>(base + 64 * P) + uu * kLanesPerUnit;
+    float *corr = dxLanes + 16;
+    // Lane l sums bytes 4l..4l+3 of every plane: planes first (vector
+    // adds), then groups of 4.
+    int32_t byPosition[kUnitBytes];
+    for (int k = 0; k < kUnitBytes; ++k) {
+      int32_t v = 0;
+      for (int j = 0; j < P; ++j)
+        v += q[j * kUnitBytes + k];
+      byPosition[k] = v;
+    }
+    int total = 0;
+    for (int lane = 0; lane < kLanesPerUnit; ++lane) {
+      const int sum = byPosition[4 * lane] + byPosition[4 * lane + 1] +
+                      byPosition[4 * lane + 2] + byPosition[4 * lane + 3];
+      total += sum;
+      dxLanes[lane] = dx;
+      corr[lane] = (cgrid - o) * dx * static_cast<float>(sum);
+    }
+    if (affine)
+      gsum[u * U / f.group] += dx * static_cast<float>(total);
+  }
+}
+
+template <int Offset8>
+void prepareRow(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
+  const bool u64 = quantUnitInputs(f) == 64;
+  switch (f.bits) {
+  case 2:
+    return u64 ? prepareRowFixed<Offset8, 2, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, 2, 32>(x, K, f, out);
+  case 4:
+    return u64 ? prepareRowFixed<Offset8, 4, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, 4, 32>(x, K, f, out);
+  default:
+    return u64 ? prepareRowFixed<Offset8, 8, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, 8, 32>(x, K, f, out);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kernel.
+// ---------------------------------------------------------------------------
+
+// Rows of w per matvec tile, and the prefill tile (rows of w x rows of x).
+constexpr int kMatvecRows = 4;
+constexpr int kPrefillRowsN = 2, kPrefillRowsM = 4;
+// Software prefetch of the matvec: a cursor runs linearly through the
+// thread's rows, kPrefetchBytes beyond the end of the tile being read, at
+// the tile's pace. Without it this machine's hardware prefetchers reach
+// ~7 GB/s per core on the 4 interleaved row streams; with it ~16-20.
+// Measuring from the tile's end (not its start) matters for long rows
+// (2048 x 6656 at 2 bits: 10 -> 17 GB/s).
+constexpr int64_t kPrefetchBytes = 4096;
+
+template <class V> struct Ctx {
+  const uint8_t *w;
+  int64_t rowBytes, quantBytes;
+  int64_t fullSteps;   // steps of V::kBytes quants
+  int tailBytes;       // quants in the last, partial step
+  int64_t groups;      // per row
+  int lanesPerGroup;   // int32 lanes (4 quant bytes) per weight group
+  int scalesPerStep;   // max(1, kLanes / lanesPerGroup)
+  typename V::Spread spread;
+  bool affine;
+  int64_t sbBytes, gsumOffset, actStride;
+  bool accumulate;
+};
+
+template <class V> Ctx<V> makeCtx(const Params &p) {
+  Ctx<V> c;
+  const ActLayout l = actLayout(p.f, p.K);
+  c.w = p.w;
+  c.rowBytes = p.rowBytes;
+  c.quantBytes = quantBytes(p.f, p.K);
+  c.fullSteps = c.quantBytes / V::kBytes;
+  c.tailBytes = static_cast<int>(c.quantBytes % V::kBytes);
+  c.groups = quantGroups(p.f, p.K);
+  c.lanesPerGroup = p.f.group * p.f.bits / 32;
+  c.scalesPerStep = std::max(1, V::kLanes / c.lanesPerGroup);
+  c.spread = V::spread(std::min(c.lanesPerGroup, V::kLanes));
+  c.affine = p.f.grid == QuantGrid::Affine;
+  c.sbBytes = l.superblockBytes;
+  c.gsumOffset = l.gsumOffset;
+  c.actStride = p.actStride;
+  c.accumulate = p.accumulate;
+  return c;
+}
+
+// Matvec prefetch state: the next line to prefetch, how far the cursor
+// may run per step, and where the thread's rows end.
+struct Prefetcher {
+  const uint8_t *cursor;
+  int64_t perStep;
+  const uint8_t *end;
+};
+
+template <class V, int Bits, int NR, int MR, bool Tail>
+FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
+                          const uint8_t *x, typename V::F (&acc)[NR][MR]) {
+  constexpr int P = 8 / Bits;
+  constexpr int64_t kStepsPerSb = 64 / V::kBytes;
+  using Q = typename V::Q;
+  using I = typename V::I;
+  using F = typename V::F;
+  const int64_t sb = st / kStepsPerSb, ch = st % kStepsPerSb;
+  const uint8_t *xs = x + sb * c.sbBytes + ch * V::kBytes;
+  const int64_t firstGroup = st * V::kLanes / c.lanesPerGroup;
+  const int count =
+      Tail ? static_cast<int>(std::min<int64_t>(c.scalesPerStep,
+                                                c.groups - firstGroup))
+           : c.scalesPerStep;
+  for (int n = 0; n < NR; ++n) {
+    const uint8_t *row = w + n * c.rowBytes;
+    Q wv = Tail ? V::loadWPartial(row + st * V::kBytes, c.tailBytes)
+                : V::loadW(row + st * V::kBytes);
+    Q planes[P];
+    if constexpr (P >= 1)
+      planes[0] = V::template plane<Bits, 0>(wv);
+    if constexpr (P >= 2)
+      planes[1] = V::template plane<Bits, 1>(wv);
+    if constexpr (P >= 4) {
+      planes[2] = V::template plane<Bits, 2>(wv);
+      planes[3] = V::template plane<Bits, 3>(wv);
+    }
+    const F s =
+        V::scales(row + c.quantBytes + 2 * firstGroup, count, c.spread);
+    for (int m = 0; m < MR; ++m) {
+      const uint8_t *xm = xs + m * c.actStride;
+      I d = V::template dot<Bits>(planes,
+                                  reinterpret_cast<const int8_t *>(xm));
+      F t = V::fmsub(V::cvt(d),
+                     V::load(reinterpret_cast<const float *>(xm + 64 * P)),
+                     V::load(reinterpret_cast<const float *>(xm + 64 * P + 64)));
+      acc[n][m] = V::fma(t, s, acc[n][m]);
+    }
+  }
+}
+
+// y[m * ldy + n] (+)= for the NR rows of w at `w` and MR prepared x rows at
+// `x` (c.actStride apart).
+template <class V, int Bits, int NR, int MR>
+void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
+          int64_t ldy, Prefetcher *pf) {
+  typename V::F acc[NR][MR];
+  for (int n = 0; n < NR; ++n)
+    for (int m = 0; m < MR; ++m)
+      acc[n][m] = V::zero();
+  if (pf) {
+    const uint8_t *target = w + NR * c.rowBytes + kPrefetchBytes;
+    for (int64_t st = 0; st < c.fullSteps; ++st) {
+      target += pf->perStep;
+      const uint8_t *stop = target < pf->end ? target : pf->end;
+      for (; pf->cursor < stop; pf->cursor += 64)
+        V::prefetch(pf->cursor);
+      tileStep<V, Bits, NR, MR, false>(c, st, w, x, acc);
+    }
+  } else {
+    for (int64_t st = 0; st < c.fullSteps; ++st)
+      tileStep<V, Bits, NR, MR, false>(c, st, w, x, acc);
+  }
+  if (c.tailBytes)
+    tileStep<V, Bits, NR, MR, true>(c, c.fullSteps, w, x, acc);
+  for (int n = 0; n < NR; ++n) {
+    const uint8_t *row = w + n * c.rowBytes;
+    for (int m = 0; m < MR; ++m) {
+      float v = V::hsum(acc[n][m]);
+      if (c.affine)
+        v += V::dotHalf(
+            reinterpret_cast<const uint16_t *>(row + c.quantBytes +
+                                               2 * c.groups),
+            reinterpret_cast<const float *>(x + m * c.actStride +
+                                            c.gsumOffset),
+            c.groups);
+      float *out = y + m * ldy + n;
+      *out = c.accumulate ? *out + v : v;
+    }
+  }
+}
+
+template <class V, int Bits, int MR>
+void prefillRows(const Ctx<V> &c, const uint8_t *x, float *y, int64_t ldy,
+                 int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  for (; n + kPrefillRowsN <= n1; n += kPrefillRowsN)
+    tile<V, Bits, kPrefillRowsN, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy,
+                                     nullptr);
+  for (; n < n1; ++n)
+    tile<V, Bits, 1, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy, nullptr);
+}
+
+template <class V, int Bits>
+void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
+               int64_t n1) {
+  const Ctx<V> c = makeCtx<V>(p);
+  const uint8_t *act = static_cast<const uint8_t *>(p.act);
+  if (m1 - m0 == 1) {
+    const uint8_t *x = act + m0 * p.actStride;
+    float *y = p.y + m0 * p.ldy;
+    const int64_t tileBytes = kMatvecRows * c.rowBytes;
+    const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
+    Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
+                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
+    int64_t n = n0;
+    for (; n + kMatvecRows <= n1; n += kMatvecRows)
+      tile<V, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,
+                                    &pf);
+    for (; n < n1; ++n)
+      tile<V, Bits, 1, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy, nullptr);
+    return;
+  }
+  // x rows outer: a tile's MR prepared rows stay in L1 while the block's
+  // weight rows stream from L2.
+  int64_t m = m0;
+  for (; m + kPrefillRowsM <= m1; m += kPrefillRowsM)
+    prefillRows<V, Bits, kPrefillRowsM>(c, act + m * p.actStride,
+                                        p.y + m * p.ldy, p.ldy, n0, n1);
+  const uint8_t *x = act + m * p.actStride;
+  float *y = p.y + m * p.ldy;
+  switch (m1 - m) {
+  case 3:
+    prefillRows<V, Bits, 3>(c, x, y, p.ldy, n0, n1);
+    break;
+  case 2:
+    prefillRows<V, Bits, 2>(c, x, y, p.ldy, n0, n1);
+    break;
+  case 1:
+    prefillRows<V, Bits, 1>(c, x, y, p.ldy, n0, n1);
+    break;
+  default:
+    break;
+  }
+}
+
+template <class V>
+void range(const Params &p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  switch (p.f.bits) {
+  case 2:
+    return rangeBits<V, 2>(p, m0, m1, n0, n1);
+  case 4:
+    return rangeBits<V, 4>(p, m0, m1, n0, n1);
+  default:
+    return rangeBits<V, 8>(p, m0, m1, n0, n1);
+  }
+}
+
+} // namespace fm::kernels::qdetail

@@ -1,0 +1,319 @@
+// Weight packing for qformat.h: a per-group search for the f16 scale (and
+// minimum) with the least squared error, then bit packing.
+#include "kernels/quantize.h"
+
+#include "kernels/matmul.h" // halfToFloat
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <vector>
+
+namespace fm::kernels {
+namespace {
+
+constexpr float kHalfMax = 65504.0f;
+// Clipping factors searched: 1.0 down to 0.5 in this many steps.
+constexpr int kClipSteps = 32;
+// Least-squares refits after the search.
+constexpr int kRefits = 3;
+
+float toHalfAndBack(float v) {
+  return halfToFloat(floatToHalf(std::min(std::max(v, -kHalfMax), kHalfMax)));
+}
+
+// The next f16 value above or below a positive f16 value h (by bits).
+float halfNeighbour(float h, int steps) {
+  int bits = static_cast<int>(floatToHalf(h)) + steps;
+  if (bits <= 0 || bits >= 0x7c00)
+    return h;
+  return halfToFloat(static_cast<uint16_t>(bits));
+}
+
+// The quant of w for scale s (1/s = inv) and offset: rounded, clamped.
+// Clamping before rounding lets the rounding be a truncation of a
+// non-negative value, which vectorizes without SSE4.1.
+inline float quantOf(float w, float inv, float offset, float qmax) {
+  float v = w * inv + offset;
+  v = v < 0.0f ? 0.0f : (v > qmax ? qmax : v);
+  return static_cast<float>(static_cast<int>(v + 0.5f));
+}
+
+struct Group {
+  const float *w;
+  int n;
+  float qmax;   // 2^bits - 1
+  float center; // balanced offset (2^bits - 1) / 2
+  float sqSum;  // sum of w^2
+};
+
+// Balanced: value = (q - c) * s. Squared error for an f16 scale s.
+float balancedError(const Group &g, float s) {
+  if (!(s > 0.0f))
+    return g.sqSum;
+  float inv = 1.0f / s, err = 0.0f;
+  for (int k = 0; k < g.n; ++k) {
+    float q = quantOf(g.w[k], inv, g.center, g.qmax);
+    float d = g.w[k] - (q - g.center) * s;
+    err += d * d;
+  }
+  return err;
+}
+
+// The least-squares scale for the quants that scale s assigns.
+float balancedRefit(const Group &g, float s) {
+  float inv = 1.0f / s, num = 0.0f, den = 0.0f;
+  for (int k = 0; k < g.n; ++k) {
+    float l = quantOf(g.w[k], inv, g.center, g.qmax) - g.center;
+    num += g.w[k] * l;
+    den += l * l;
+  }
+  return den > 0.0f ? num / den : s;
+}
+
+// Returns the chosen f16 scale (as a float) and its error.
+std::pair<float, float> searchBalanced(const Group &g, int bits) {
+  float amax = 0.0f;
+  for (int k = 0; k < g.n; ++k)
+    amax = std::max(amax, std::fabs(g.w[k]));
+  if (amax == 0.0f)
+    return {0.0f, 0.0f};
+  float bestS = 0.0f, bestErr = g.sqSum;
+  auto tryScale = [&](float s) {
+    s = toHalfAndBack(s);
+    float err = balancedError(g, s);
+    if (err < bestErr) {
+      bestErr = err;
+      bestS = s;
+    }
+  };
+  for (int i = 0; i <= kClipSteps; ++i)
+    tryScale((1.0f - 0.5f * i / kClipSteps) * amax / g.center);
+  // max|w| exactly on each level: reproduces weights that lie on the grid
+  // with an f16 scale, whichever level their largest magnitude uses.
+  if (bits <= 4)
+    for (float level = 0.5f; level < g.center; level += 1.0f)
+      tryScale(amax / level);
+  for (int r = 0; r < kRefits && bestErr > 0.0f; ++r) {
+    float before = bestErr, s = bestS;
+    if (s > 0.0f) {
+      tryScale(balancedRefit(g, s));
+      for (int step : {-2, -1, 1, 2})
+        tryScale(halfNeighbour(s, step));
+    }
+    if (!(bestErr < before))
+      break;
+  }
+  return {bestS, bestErr};
+}
+
+// Affine: value = q * s + m.
+float affineError(const Group &g, float s, float m) {
+  float err = 0.0f;
+  if (!(s > 0.0f)) {
+    for (int k = 0; k < g.n; ++k)
+      err += (g.w[k] - m) * (g.w[k] - m);
+    return err;
+  }
+  float inv = 1.0f / s;
+  for (int k = 0; k < g.n; ++k) {
+    float q = quantOf(g.w[k] - m, inv, 0.0f, g.qmax);
+    float d = g.w[k] - (q * s + m);
+    err += d * d;
+  }
+  return err;
+}
+
+// The least-squares (s, m) for the quants that (s, m) assign.
+std::pair<float, float> affineRefit(const Group &g, float s, float m) {
+  float inv = 1.0f / s;
+  double sq = 0, sq2 = 0, sw = 0, sqw = 0;
+  for (int k = 0; k < g.n; ++k) {
+    double q = quantOf(g.w[k] - m, inv, 0.0f, g.qmax);
+    sq += q;
+    sq2 += q * q;
+    sw += g.w[k];
+    sqw += q * g.w[k];
+  }
+  double det = g.n * sq2 - sq * sq;
+  if (det <= 0.0)
+    return {s, m};
+  double ns = (g.n * sqw - sq * sw) / det;
+  double nm = (sw - ns * sq) / g.n;
+  if (!(ns > 0.0))
+    return {s, m};
+  return {static_cast<float>(ns), static_cast<float>(nm)};
+}
+
+struct Affine {
+  float s, m, err;
+};
+
+Affine searchAffine(const Group &g) {
+  float lo = g.w[0], hi = g.w[0];
+  for (int k = 1; k < g.n; ++k) {
+    lo = std::min(lo, g.w[k]);
+    hi = std::max(hi, g.w[k]);
+  }
+  Affine best{0.0f, toHalfAndBack(lo), 0.0f};
+  best.err = affineError(g, 0.0f, best.m);
+  if (hi == lo)
+    return best;
+  auto tryPair = [&](float s, float m) {
+    s = toHalfAndBack(s);
+    m = toHalfAndBack(m);
+    float err = affineError(g, s, m);
+    if (err < best.err)
+      best = {s, m, err};
+  };
+  float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo);
+  for (int i = 0; i <= kClipSteps; ++i) {
+    float a = 1.0f - 0.5f * i / kClipSteps;
+    tryPair(2.0f * a * half / g.qmax, mid - a * half);
+  }
+  tryPair((hi - lo) / g.qmax, lo); // the plain min/max grid
+  for (int r = 0; r < kRefits && best.err > 0.0f; ++r) {
+    float before = best.err;
+    if (best.s > 0.0f) {
+      auto [s, m] = affineRefit(g, best.s, best.m);
+      tryPair(s, m);
+      float bs = best.s, bm = best.m;
+      for (int step : {-1, 1})
+        tryPair(halfNeighbour(bs, step), bm);
+    }
+    if (!(best.err < before))
+      break;
+  }
+  return best;
+}
+
+} // namespace
+
+uint16_t floatToHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, sizeof(x));
+  uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  uint32_t h;
+  if (x >= 0x47800000u) {
+    // >= 65536 (or inf, NaN): inf, or a quiet NaN.
+    h = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (x < 0x38800000u) {
+    // Below the smallest normal half: adding 0.5 lines the half's
+    // subnormal mantissa up with the float's low bits, and the FPU rounds.
+    const uint32_t magicBits = 126u << 23; // 0.5f
+    float f, magic;
+    std::memcpy(&f, &x, sizeof(f));
+    std::memcpy(&magic, &magicBits, sizeof(magic));
+    f += magic;
+    std::memcpy(&h, &f, sizeof(h));
+    h -= magicBits;
+  } else {
+    // Rebias the exponent and round the 13 dropped bits to nearest even;
+    // a carry out of the mantissa bumps the exponent (up to inf).
+    uint32_t odd = (x >> 13) & 1u;
+    x += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + odd;
+    h = x >> 13;
+  }
+  return static_cast<uint16_t>(sign | h);
+}
+
+QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
+                        uint8_t *out) {
+  assert(isValidQuantFormat(f) && "invalid quant format");
+  assert(K % f.group == 0 && "K must be a multiple of the group");
+  const size_t rowBytes = packedRowBytes(f, K);
+  const int64_t groups = quantGroups(f, K);
+  const int64_t U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
+  const bool affine = f.grid == QuantGrid::Affine;
+  std::vector<uint8_t> q(static_cast<size_t>(f.group));
+  QuantError total;
+  for (int64_t n = 0; n < N; ++n) {
+    const float *row = w + n * K;
+    uint8_t *packed = out + n * rowBytes;
+    std::memset(packed, 0, rowBytes);
+    uint8_t *scales = packed + quantBytes(f, K);
+    uint8_t *mins = scales + 2 * groups;
+    for (int64_t g = 0; g < groups; ++g) {
+      Group grp{row + g * f.group, f.group,
+                static_cast<float>((1 << f.bits) - 1), balancedCenter(f.bits),
+                0.0f};
+      for (int k = 0; k < grp.n; ++k)
+        grp.sqSum += grp.w[k] * grp.w[k];
+      float s, m = 0.0f;
+      if (affine) {
+        Affine a = searchAffine(grp);
+        s = a.s;
+        m = a.m;
+      } else {
+        s = searchBalanced(grp, f.bits).first;
+      }
+      // Quants, and the exact error, for the chosen f16 values.
+      double err = 0.0, sq = 0.0;
+      float inv = s > 0.0f ? 1.0f / s : 0.0f;
+      for (int k = 0; k < grp.n; ++k) {
+        float wk = grp.w[k], value;
+        int qk;
+        if (affine) {
+          qk = s > 0.0f ? static_cast<int>(quantOf(wk - m, inv, 0.0f, grp.qmax))
+                        : 0;
+          value = qk * s + m;
+        } else {
+          qk = s > 0.0f
+                   ? static_cast<int>(quantOf(wk, inv, grp.center, grp.qmax))
+                   : (1 << f.bits) / 2;
+          value = (qk - grp.center) * s;
+        }
+        q[k] = static_cast<uint8_t>(qk);
+        err += (double(wk) - value) * (double(wk) - value);
+        sq += double(wk) * wk;
+      }
+      total.sqError += err;
+      total.sqSum += sq;
+      uint16_t sh = floatToHalf(s), mh = floatToHalf(m);
+      std::memcpy(scales + 2 * g, &sh, 2);
+      if (affine)
+        std::memcpy(mins + 2 * g, &mh, 2);
+      // Pack the group's units (U divides the group).
+      for (int64_t i = 0; i < f.group; ++i) {
+        int64_t k = g * f.group + i;
+        int64_t u = k / U, r = k % U;
+        int64_t j = r / unitBytes, byte = r % unitBytes;
+        packed[u * unitBytes + byte] |=
+            static_cast<uint8_t>(q[i] << (f.bits * j));
+      }
+    }
+  }
+  return total;
+}
+
+void dequantizeRow(const uint8_t *row, QuantFormat f, int64_t K, float *out) {
+  assert(isValidQuantFormat(f) && "invalid quant format");
+  assert(K % f.group == 0 && "K must be a multiple of the group");
+  const int64_t groups = quantGroups(f, K);
+  const uint8_t *scales = row + quantBytes(f, K);
+  const uint8_t *mins = scales + 2 * groups;
+  const int64_t U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
+  const int planes = 8 / f.bits, mask = (1 << f.bits) - 1;
+  const float center = balancedCenter(f.bits);
+  const bool affine = f.grid == QuantGrid::Affine;
+  for (int64_t g = 0; g < groups; ++g) {
+    uint16_t sh, mh = 0;
+    std::memcpy(&sh, scales + 2 * g, 2);
+    if (affine)
+      std::memcpy(&mh, mins + 2 * g, 2);
+    const float s = halfToFloat(sh), m = halfToFloat(mh);
+    // Unit by unit, plane by plane: runs of unitBytes contiguous inputs.
+    for (int64_t u = g * f.group / U; u < (g + 1) * f.group / U; ++u) {
+      const uint8_t *unit = row + u * unitBytes;
+      float *o = out + u * U;
+      for (int j = 0; j < planes; ++j)
+        for (int64_t k = 0; k < unitBytes; ++k) {
+          float q = static_cast<float>((unit[k] >> (f.bits * j)) & mask);
+          o[j * unitBytes + k] = affine ? q * s + m : (q - center) * s;
+        }
+    }
+  }
+}
+
+} // namespace fm::kernels
