@@ -130,8 +130,9 @@ fa::DType storedType(mlir::fm::ParamOp p) {
 
 class Writer {
 public:
-  Writer(ModuleOp module, const cpu::CompiledExecutable &exe)
-      : module(module), exe(exe) {}
+  Writer(ModuleOp module, const cpu::CompiledExecutable &exe,
+         const WriteOptions &options)
+      : module(module), exe(exe), options(options) {}
 
   llvm::Expected<ArtifactSummary>
   write(const std::string &path,
@@ -151,8 +152,21 @@ private:
   }
   llvm::Expected<flatbuffers::Offset<fa::Program>> program(func::FuncOp fn);
 
+  /// Bytes and dtype of a parameter as stored.
+  uint64_t bytesOf(mlir::fm::ParamOp p) {
+    if (halfKeys.contains(p.getKey()))
+      return 2 * cast<RankedTensorType>(p.getType()).getNumElements();
+    return storedBytes(p);
+  }
+  fa::DType typeOf(mlir::fm::ParamOp p) {
+    return halfKeys.contains(p.getKey()) ? fa::DType::F16 : storedType(p);
+  }
+
   ModuleOp module;
   const cpu::CompiledExecutable &exe;
+  WriteOptions options;
+  /// Parameters stored as f16 (WriteOptions::f16Weights).
+  llvm::StringSet<> halfKeys;
   mlir::fm::ModelOp model;
   flatbuffers::FlatBufferBuilder fbb{1 << 16};
   // Weights in order of first use, so that stacked projections are adjacent.
@@ -189,10 +203,30 @@ llvm::Error Writer::collect() {
         if (weightIdx.try_emplace(p.getKey(), params.size()).second)
           params.push_back(p);
   });
+  if (options.f16Weights) {
+    // Only weights that micro-kernels read (they convert f16 in registers);
+    // generated kernels read norms etc. as f32.
+    llvm::StringSet<> other;
+    model.walk([&](Operation *op) {
+      bool kernel = isa<fmk::MatmulOp, fmk::EmbedOp, fmk::MoeOp>(op);
+      for (Value v : op->getOperands())
+        if (auto p = v.getDefiningOp<mlir::fm::ParamOp>()) {
+          bool weightOperand = kernel && !(isa<fmk::MatmulOp>(op) &&
+                                           cast<fmk::MatmulOp>(op).getAcc() == v);
+          if (weightOperand && !p.getQuantAttr() &&
+              cast<RankedTensorType>(p.getType()).getRank() == 2)
+            halfKeys.insert(p.getKey());
+          else
+            other.insert(p.getKey());
+        }
+    });
+    for (auto &k : other)
+      halfKeys.erase(k.getKey());
+  }
   for (mlir::fm::ParamOp p : params) {
     auto t = cast<RankedTensorType>(p.getType());
     weightOffset.push_back(dataSize);
-    weightBytes.push_back(storedBytes(p));
+    weightBytes.push_back(bytesOf(p));
     dataSize = alignUp(dataSize + weightBytes.back());
     parameters += t.getNumElements();
   }
@@ -387,7 +421,7 @@ Writer::write(const std::string &path,
     std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
     auto f = formatOf(p);
     wtab.push_back(fa::CreateWeight(
-        fbb, fbb.CreateString(p.getKey().str()), storedType(p),
+        fbb, fbb.CreateString(p.getKey().str()), typeOf(p),
         fbb.CreateVector(shape), weightOffset[i], weightBytes[i],
         f ? f->group : 0,
         f && f->grid == ::fm::kernels::QuantGrid::Affine ? fa::QuantGrid::Affine
@@ -523,8 +557,20 @@ Writer::write(const std::string &path,
       summary.quantErrors.push_back({p.getKey().str(), (unsigned)f->bits,
                                      err.relativeRms(), err.sqError, err.sqSum,
                                      (uint64_t)n * k, weightBytes[i]});
+      summary.quantizedElements += (uint64_t)n * k;
+      summary.quantizedBytes += weightBytes[i];
+      summary.quantSqError += err.sqError;
+      summary.quantSqSum += err.sqSum;
       bytesPtr = packed.data();
       bytes = weightBytes[i];
+    } else if (halfKeys.contains(p.getKey())) {
+      packed.resize(2 * buf.size());
+      for (size_t e = 0; e < buf.size(); ++e) {
+        uint16_t h = ::fm::kernels::floatToHalf(buf[e]);
+        std::memcpy(packed.data() + 2 * e, &h, 2);
+      }
+      bytesPtr = packed.data();
+      bytes = packed.size();
     }
     uint64_t padTo = (i + 1 < params.size() ? weightOffset[i + 1] : dataSize);
     std::vector<uint8_t> zeros(padTo - weightOffset[i] - bytes, 0);
@@ -593,8 +639,9 @@ OwningOpRef<ModuleOp> uniqueKernels(ModuleOp module) {
 llvm::Expected<ArtifactSummary>
 writeArtifact(ModuleOp module, const cpu::CompiledExecutable &exe,
               const std::string &path,
-              const std::function<void(llvm::StringRef)> &progress) {
-  return Writer(module, exe).write(path, progress);
+              const std::function<void(llvm::StringRef)> &progress,
+              const WriteOptions &options) {
+  return Writer(module, exe, options).write(path, progress);
 }
 
 } // namespace fm::target

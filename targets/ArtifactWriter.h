@@ -33,6 +33,15 @@ struct ArtifactSummary {
   unsigned devices = 1, numTracks = 0, numTrackBlocks = 0;
   /// One entry per quantized tensor, in file order.
   std::vector<QuantErrorEntry> quantErrors;
+  /// Totals over the quantized tensors.
+  uint64_t quantizedElements = 0, quantizedBytes = 0;
+  double quantSqError = 0, quantSqSum = 0;
+};
+
+struct WriteOptions {
+  /// Store the matmul/embedding/expert weights that are not quantized as
+  /// f16 (half the bytes of f32; the runtime converts in registers).
+  bool f16Weights = false;
 };
 
 /// Writes `module` (after fm-plan-memory) with the executable `exe` to
@@ -42,7 +51,8 @@ struct ArtifactSummary {
 llvm::Expected<ArtifactSummary>
 writeArtifact(mlir::ModuleOp module, const cpu::CompiledExecutable &exe,
               const std::string &path,
-              const std::function<void(llvm::StringRef)> &progress = {});
+              const std::function<void(llvm::StringRef)> &progress = {},
+              const WriteOptions &options = {});
 
 /// Kernel name → index in exe.functions; groups with one kernel name share
 /// one function. Used by the writer and by `fmc compile` to build a module

@@ -25,17 +25,15 @@ constexpr int64_t kMinParallelWork = 1 << 15;
 constexpr int64_t kPrefillUnitRowsN = 64;
 constexpr int64_t kPrefillUnitRowsM = 128;
 
-bool cpuHasAvx512Vnni() {
 #if defined(FM_KERNELS_X86)
+bool cpuHasAvx512Vnni() {
   static const bool vnni = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vnni") != 0;
   }();
   return vnni;
-#else
-  return false;
-#endif
 }
+#endif
 
 const QMatmulIsa &isaTable(KernelIsa path) {
   assert(kernelIsaAvailable(path) && "qmatmul path not available");

@@ -7,11 +7,17 @@
 //     passes the FlatBuffers verifier, with schema_version 1;
 //   - the data section [align64(4 + N), + data_size) lies in the file, and
 //     every weight is 64-aligned in it, inside it, and sized as its shape;
-//   - every cache is f32 with non-zero sizes that fit in memory;
+//   - a Q2/Q4/Q8 weight is 2-D [rows, inputs] with group 32, 64 or 128
+//     dividing its inputs, a known grid, and rows * packedRowBytes bytes;
+//   - every cache is f32 or i8 with non-zero sizes that fit in memory;
 //   - every program has a unique phase, max_rows >= 1, a logits buffer of
 //     vocab_size columns, and every command is well formed: indices in range,
 //     buffers inside the arena (at max_rows rows, or 1 for last_row_only),
 //     shapes consistent with the kernels' contracts, no in/out overlap;
+//     weights of dtypes the command's kernels read (MatMul and Embed: f32,
+//     f16 or quantized; Moe: the router's float dtype throughout, or any of
+//     those once one weight is quantized); an Attention over an i8 cache
+//     names 0-d f32 k_scale/v_scale weights, one over an f32 cache none;
 //   - devices >= 1; every command's block, track and device are -1 or in
 //     range (num_track_blocks, num_tracks, devices), block and track are set
 //     together, and AllReduce commands run between blocks on every rank;
@@ -23,6 +29,7 @@
 //     program dispatches.
 #include "Artifact.h"
 
+#include "QuantMoe.h"
 #include "kernels/moe.h"
 
 #include <algorithm>
@@ -63,6 +70,10 @@ uint64_t dtypeSize(fa::DType dtype) {
     return 2;
   case fa::DType::I8:
     return 1;
+  case fa::DType::Q2:
+  case fa::DType::Q4:
+  case fa::DType::Q8:
+    return 0; // Sized per row: packedRowBytes.
   }
   return 0;
 }
@@ -77,8 +88,30 @@ std::string dtypeName(fa::DType dtype) {
     return "bf16";
   case fa::DType::I8:
     return "i8";
+  case fa::DType::Q2:
+    return "q2";
+  case fa::DType::Q4:
+    return "q4";
+  case fa::DType::Q8:
+    return "q8";
   }
   return "dtype " + std::to_string(static_cast<unsigned>(dtype));
+}
+
+bool isQuantized(fa::DType dtype) {
+  return dtype == fa::DType::Q2 || dtype == fa::DType::Q4 ||
+         dtype == fa::DType::Q8;
+}
+
+kernels::QuantFormat quantFormat(const fa::Weight &weight) {
+  kernels::QuantFormat f;
+  f.bits = weight.dtype() == fa::DType::Q2   ? 2
+           : weight.dtype() == fa::DType::Q4 ? 4
+                                             : 8;
+  // An out-of-range group or grid stays visible to isValidQuantFormat.
+  f.group = weight.group() <= 1024 ? static_cast<int>(weight.group()) : 0;
+  f.grid = static_cast<kernels::QuantGrid>(weight.grid());
+  return f;
 }
 
 namespace {
@@ -166,11 +199,14 @@ private:
   }
 
   Status checkWeights();
+  Status checkQuantWeight(const fa::Weight &w, const std::string &where);
   Status checkCaches();
   Status checkProgram(const fa::Program &program, const std::string &where);
   Status checkCommand(const fa::Program &program, const fa::Command &command,
                       const std::string &where);
   Status checkPlacement(const fa::Command &command, const std::string &where);
+  Status checkKvScales(const fa::Attention &op, const fa::KvCache &cache,
+                       const std::string &where);
   Status checkMoe(const fa::Moe &op, u64 rows, const std::string &where);
   Status checkSection(const fa::Program &program, flatbuffers::uoffset_t begin,
                       flatbuffers::uoffset_t end, const std::string &where);
@@ -269,8 +305,9 @@ Status Checker::checkWeights() {
     if (w->shape()->size() > 0 &&
         reinterpret_cast<uintptr_t>(w->shape()->data()) % alignof(int64_t) != 0)
       return fail(where, "corrupt: the shape is not 8-byte aligned");
+    const bool quantized = isQuantized(w->dtype());
     u64 elemSize = dtypeSize(w->dtype());
-    if (elemSize == 0)
+    if (elemSize == 0 && !quantized)
       return fail(where, "unknown " + dtypeName(w->dtype()));
     u64 elements = 1;
     for (int64_t dim : *w->shape()) {
@@ -289,6 +326,10 @@ Status Checker::checkWeights() {
                              std::to_string(satAdd(w->offset(), w->size())) +
                              ") lie outside the data section (" +
                              std::to_string(dataSize_) + " bytes)");
+    if (quantized) {
+      FM_RETURN_IF_ERROR(checkQuantWeight(*w, where));
+      continue;
+    }
     u64 expected = elements * elemSize; // < 2^62 * 4
     if (expected != w->size())
       return fail(where, "size " + std::to_string(w->size()) +
@@ -301,25 +342,67 @@ Status Checker::checkWeights() {
   return Status::ok();
 }
 
+// A Q2/Q4/Q8 weight: an nn.Linear [rows][inputs] of packed rows
+// (kernels/qformat.h), whole groups per row.
+Status Checker::checkQuantWeight(const fa::Weight &w, const std::string &where) {
+  const auto *shape = w.shape();
+  const std::string type = dtypeName(w.dtype());
+  if (shape->size() != 2)
+    return fail(where, type + " weight has shape " + shapeString(shape) +
+                           ", expected 2-D [rows, inputs]");
+  if (w.group() != 32 && w.group() != 64 && w.group() != 128)
+    return fail(where, type + " group " + std::to_string(w.group()) +
+                           " is not 32, 64 or 128");
+  if (w.grid() != fa::QuantGrid::Balanced && w.grid() != fa::QuantGrid::Affine)
+    return fail(where, type + " has unknown grid " +
+                           std::to_string(static_cast<unsigned>(w.grid())));
+  const u64 rows = static_cast<u64>(shape->Get(0));
+  const u64 inputs = static_cast<u64>(shape->Get(1));
+  if (inputs % w.group() != 0)
+    return fail(where, type + " weight has " + std::to_string(inputs) +
+                           " inputs per row, not a multiple of its group " +
+                           std::to_string(w.group()));
+  // packedRowBytes, without its asserts and in saturating arithmetic: the
+  // row count alone may be anything the shape check let through.
+  const kernels::QuantFormat f = quantFormat(w);
+  const u64 groups = inputs / w.group();
+  const u64 rowBytes =
+      satAdd(inputs / 8 * f.bits,
+             satMul(groups, f.grid == kernels::QuantGrid::Affine ? 4 : 2));
+  const u64 expected = satMul(rows, rowBytes);
+  if (expected != w.size())
+    return fail(where, "size " + std::to_string(w.size()) +
+                           " bytes does not match shape " + shapeString(shape) +
+                           " of " + type + " (group " +
+                           std::to_string(w.group()) + ", " +
+                           (f.grid == kernels::QuantGrid::Affine ? "affine"
+                                                                  : "balanced") +
+                           ": " + std::to_string(expected) + " bytes)");
+  return Status::ok();
+}
+
 Status Checker::checkCaches() {
   const auto *caches = root_.caches();
   for (flatbuffers::uoffset_t i = 0; i < caches->size(); ++i) {
     const fa::KvCache *c = caches->Get(i);
     std::string where = "cache " + std::to_string(i) + " (" + quoted(c->name()) + ")";
-    if (c->dtype() != fa::DType::F32)
+    if (c->dtype() != fa::DType::F32 && c->dtype() != fa::DType::I8)
       return fail(where, "dtype " + dtypeName(c->dtype()) +
-                             " is not supported (this runtime keeps f32 caches)");
+                             " is not supported (this runtime keeps f32 or i8 "
+                             "caches)");
     if (c->kv_heads() == 0 || c->head_dim() == 0 || c->capacity() == 0)
       return fail(where, "kv_heads, head_dim and capacity must be non-zero (" +
                              std::to_string(c->kv_heads()) + ", " +
                              std::to_string(c->head_dim()) + ", " +
                              std::to_string(c->capacity()) + ")");
-    u64 floats = satMul(satMul(satMul(satMul(c->slots(), 2), c->capacity()),
-                               c->kv_heads()),
-                        c->head_dim());
-    if (floats > kMaxFloats)
-      return fail(where, "needs " + std::to_string(floats) +
-                             " floats, more than this runtime allocates");
+    u64 bytes = satMul(satMul(satMul(satMul(satMul(c->slots(), 2),
+                                            c->capacity()),
+                                     c->kv_heads()),
+                              c->head_dim()),
+                       dtypeSize(c->dtype()));
+    if (bytes > kMaxFloats * sizeof(float))
+      return fail(where, "needs " + std::to_string(bytes) +
+                             " bytes, more than this runtime allocates");
   }
   return Status::ok();
 }
@@ -565,9 +648,10 @@ Status Checker::checkCommand(const fa::Program &program,
       return fail(where, p);
     const fa::Weight *w = root_.weights()->Get(op.table_weight());
     std::string table = "embedding table " + weightName(op.table_weight());
-    if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16)
+    if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16 &&
+        !isQuantized(w->dtype()))
       return fail(where, table + " is " + dtypeName(w->dtype()) +
-                             " (embed reads f32 or f16)");
+                             " (embed reads f32, f16, q2, q4 or q8)");
     if (w->shape()->size() != 2 || w->shape()->Get(0) != root_.vocab_size() ||
         w->shape()->Get(1) != op.out()->width())
       return fail(where, table + " has shape " + shapeString(w->shape()) +
@@ -582,21 +666,18 @@ Status Checker::checkCommand(const fa::Program &program,
     const fa::MatMul &op = *command.op_as_MatMul();
     if (op.weights()->size() == 0)
       return fail(where, "matmul has no weights");
+    // Each weight runs on the kernel of its own dtype (f32, f16 or a packed
+    // format), so the weights of one command may differ in dtype.
     u64 totalRows = 0;
-    fa::DType dtype = fa::DType::F32;
     for (flatbuffers::uoffset_t j = 0; j < op.weights()->size(); ++j) {
       uint32_t index = op.weights()->Get(j);
       if (std::string p = weightIndexProblem(index); !p.empty())
         return fail(where, p);
       const fa::Weight *w = root_.weights()->Get(index);
-      if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16)
+      if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16 &&
+          !isQuantized(w->dtype()))
         return fail(where, weightName(index) + " is " + dtypeName(w->dtype()) +
-                               " (matmul reads f32 or f16 weights)");
-      if (j == 0)
-        dtype = w->dtype();
-      else if (w->dtype() != dtype)
-        return fail(where, weightName(index) + " is " + dtypeName(w->dtype()) +
-                               " but the first weight is " + dtypeName(dtype));
+                               " (matmul reads f32, f16, q2, q4 or q8 weights)");
       if (w->shape()->size() != 2 || w->shape()->Get(1) != op.k())
         return fail(where, weightName(index) + " has shape " +
                                shapeString(w->shape()) + ", expected [rows, " +
@@ -649,6 +730,7 @@ Status Checker::checkCommand(const fa::Program &program,
                              " but cache " + quoted(c->name()) + " has " +
                              std::to_string(c->kv_heads()) + " of " +
                              std::to_string(c->head_dim()));
+    FM_RETURN_IF_ERROR(checkKvScales(op, *c, where));
     FM_RETURN_IF_ERROR(buffer("q", *op.q(), rows));
     FM_RETURN_IF_ERROR(buffer("out", *op.out(), rows));
     if (mayOverlap(*op.q(), rows, *op.out(), rows))
@@ -716,6 +798,40 @@ Status Checker::checkCommand(const fa::Program &program,
                          " (newer than this runtime?)");
 }
 
+// An i8 cache holds round(x / s): the attention over it names the 0-d f32
+// scales s of K and V; an f32 cache has none.
+Status Checker::checkKvScales(const fa::Attention &op, const fa::KvCache &cache,
+                              const std::string &where) {
+  const std::pair<const char *, int32_t> scales[2] = {{"k_scale", op.k_scale()},
+                                                      {"v_scale", op.v_scale()}};
+  if (cache.dtype() != fa::DType::I8) {
+    for (auto [what, index] : scales)
+      if (index != -1)
+        return fail(where, std::string(what) + " " + std::to_string(index) +
+                               " is set but cache " + quoted(cache.name()) +
+                               " is " + dtypeName(cache.dtype()) +
+                               " (scales belong to i8 caches; -1 for none)");
+    return Status::ok();
+  }
+  for (auto [what, index] : scales) {
+    if (index < 0)
+      return fail(where, "attention over i8 cache " + quoted(cache.name()) +
+                             " needs k_scale and v_scale (" + what + " is " +
+                             std::to_string(index) + ")");
+    if (std::string p = weightIndexProblem(static_cast<uint32_t>(index));
+        !p.empty())
+      return fail(where, std::string(what) + ": " + p);
+    const fa::Weight *w = root_.weights()->Get(static_cast<uint32_t>(index));
+    if (w->dtype() != fa::DType::F32 || w->shape()->size() != 0)
+      return fail(where, std::string(what) + " " +
+                             weightName(static_cast<uint32_t>(index)) + " is " +
+                             dtypeName(w->dtype()) + " " +
+                             shapeString(w->shape()) +
+                             ", expected a 0-d f32 scale");
+  }
+  return Status::ok();
+}
+
 Status Checker::checkMoe(const fa::Moe &op, u64 rows,
                          const std::string &where) {
   const u64 K = op.x()->width(), E = op.gate()->size();
@@ -736,7 +852,24 @@ Status Checker::checkMoe(const fa::Moe &op, u64 rows,
     return fail(where, "y width " + std::to_string(op.y()->width()) +
                            " is not x width " + std::to_string(K));
 
-  // Every weight: in range, f32 or f16 like the router, of shape [rows, cols].
+  // Without quantized weights the Moe kernel runs, which reads every weight
+  // in the router's float dtype. With any, the runtime's own Moe
+  // (QuantMoe.cpp) runs, which takes each weight in its own dtype.
+  auto quantizedAt = [&](int64_t index) {
+    return index >= 0 && u64(index) < numWeights_ &&
+           isQuantized(root_.weights()->Get(uint32_t(index))->dtype());
+  };
+  bool anyQuantized = quantizedAt(op.router()) ||
+                      quantizedAt(op.shared_gate()) ||
+                      quantizedAt(op.shared_up()) ||
+                      quantizedAt(op.shared_down()) ||
+                      quantizedAt(op.shared_expert_gate());
+  for (const auto *list : {op.gate(), op.up(), op.down()})
+    for (uint32_t index : *list)
+      anyQuantized |= quantizedAt(index);
+
+  // Every weight: in range, of a dtype some path reads (without quantized
+  // weights: the router's), of shape [rows, cols].
   fa::DType dtype = fa::DType::F32;
   auto weight = [&](const std::string &role, int64_t index, u64 rowsWanted,
                     u64 colsWanted, const std::string &meaning) -> Status {
@@ -746,10 +879,11 @@ Status Checker::checkMoe(const fa::Moe &op, u64 rows,
     const fa::Weight *w = root_.weights()->Get(static_cast<uint32_t>(index));
     const std::string what =
         role + " " + weightName(static_cast<uint32_t>(index));
-    if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16)
+    if (w->dtype() != fa::DType::F32 && w->dtype() != fa::DType::F16 &&
+        !isQuantized(w->dtype()))
       return fail(where, what + " is " + dtypeName(w->dtype()) +
-                             " (moe reads f32 or f16 weights)");
-    if (w->dtype() != dtype)
+                             " (moe reads f32, f16, q2, q4 or q8 weights)");
+    if (!anyQuantized && w->dtype() != dtype)
       return fail(where, what + " is " + dtypeName(w->dtype()) +
                              " but the router is " + dtypeName(dtype));
     const auto *shape = w->shape();
@@ -843,7 +977,8 @@ Status Checker::checkMoe(const fa::Moe &op, u64 rows,
   shape.intermediate = static_cast<int64_t>(I);
   shape.topK = op.top_k();
   shape.sharedIntermediate = static_cast<int64_t>(sharedI);
-  const u64 scratch = kernels::moeScratchFloats(shape);
+  const u64 scratch = anyQuantized ? quantMoeScratchFloats(shape)
+                                   : kernels::moeScratchFloats(shape);
   if (scratch > kMaxFloats)
     return fail(where, "moe needs " + std::to_string(scratch) +
                            " floats of scratch, more than this runtime "

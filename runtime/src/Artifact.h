@@ -4,6 +4,7 @@
 
 #include "fm/fmb_generated.h"
 #include "fm/status.h"
+#include "kernels/qformat.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,10 +23,18 @@ constexpr uint64_t kDataAlignment = 64;
 uint64_t fnv1a64(const uint8_t *data, size_t size,
                  uint64_t hash = 0xcbf29ce484222325ull);
 
-/// Bytes per element of `dtype`, 0 for a value outside the enum.
+/// Bytes per element of `dtype`; 0 for the packed formats Q2/Q4/Q8, which
+/// have no per-element size (a row of K inputs takes packedRowBytes), and
+/// for a value outside the enum.
 uint64_t dtypeSize(fm::artifact::DType dtype);
-/// "f32", "f16", "bf16", "i8", or "dtype N" for an unknown value.
+/// "f32", "f16", "bf16", "i8", "q2", "q4", "q8", or "dtype N" for an
+/// unknown value.
 std::string dtypeName(fm::artifact::DType dtype);
+/// Whether `dtype` is one of the packed low-bit formats (Q2, Q4, Q8).
+bool isQuantized(fm::artifact::DType dtype);
+/// The packed format of a Q2/Q4/Q8 weight (bits, `group`, `grid`); valid
+/// (isValidQuantFormat) for every quantized weight of a verified artifact.
+fm::kernels::QuantFormat quantFormat(const fm::artifact::Weight &weight);
 
 /// A verified artifact: after open()/fromBuffer() succeeds, every index,
 /// offset and shape in it is in range, so the executor can use them without

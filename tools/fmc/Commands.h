@@ -19,7 +19,7 @@ struct CompileArgs {
   std::string output;
   std::string target = "cpu";
   std::string cpu = "native";
-  std::string quant = "none";   // none | w2 | w4 | w8
+  std::string quant = "none";   // none | f16 | w2 | w4 | w8
   int64_t group = 64;
   std::string grid = "balanced";
   std::string embedBits = "none";

@@ -23,6 +23,9 @@
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <array>
+#include <cmath>
+#include <map>
 
 namespace fm::cli {
 namespace {
@@ -101,7 +104,9 @@ int runCompile(const CompileArgs &args) {
   mlir::fm::CompileOptions copts;
   copts.maxPrefillRows = args.maxPrefill;
   copts.devices = args.devices;
-  copts.quantBits = args.quant == "none" ? 0 : std::stoi(args.quant.substr(1));
+  bool f16 = args.quant == "f16";
+  copts.quantBits =
+      args.quant == "none" || f16 ? 0 : std::stoi(args.quant.substr(1));
   copts.quantGroup = args.group;
   copts.quantGrid = args.grid;
   copts.embedBits = args.embedBits;
@@ -132,7 +137,10 @@ int runCompile(const CompileArgs &args) {
   // 4. The artifact.
   auto t3 = Clock::now();
   progress("writing " + args.output);
-  auto summary = target::writeArtifact(*module, *exe, args.output, progress);
+  target::WriteOptions wopts;
+  wopts.f16Weights = f16;
+  auto summary =
+      target::writeArtifact(*module, *exe, args.output, progress, wopts);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
@@ -149,9 +157,27 @@ int runCompile(const CompileArgs &args) {
   os << llvm::formatv("  layers        {0}\n", summary->numLayers);
   os << llvm::formatv("  parameters    {0} in {1} tensors\n",
                       count(summary->parameters), summary->numWeights);
-  os << llvm::formatv("  weights       {0} (f32)\n", human(summary->weightBytes));
+  os << llvm::formatv("  weights       {0} ({1})\n", human(summary->weightBytes),
+                      args.quant == "none" ? "f32" : args.quant);
+  if (summary->quantizedElements) {
+    // Per bit width: bits/weight with the scales, and the error.
+    std::map<unsigned, std::array<double, 4>> byBits; // elems, bytes, err, sum
+    for (const target::QuantErrorEntry &e : summary->quantErrors) {
+      auto &a = byBits[e.bits];
+      a[0] += e.elements;
+      a[1] += e.bytes;
+      a[2] += e.sqError;
+      a[3] += e.sqSum;
+    }
+    for (auto &[bits, a] : byBits)
+      os << llvm::formatv("  quantized     {0} weights to {1} bits: {2:F3} bits/weight "
+                          "(scales included), relative RMS error {3:F4}\n",
+                          count(a[0]), bits, 8.0 * a[1] / a[0],
+                          a[3] > 0 ? std::sqrt(a[2] / a[3]) : 0.0);
+  }
   os << llvm::formatv("  artifact      {0}\n", human(summary->artifactBytes));
-  os << llvm::formatv("  KV per token  {0} (f32)\n", human(summary->kvBytesPerToken));
+  os << llvm::formatv("  KV per token  {0} ({1})\n", human(summary->kvBytesPerToken),
+                      args.kvBits == "8" ? "int8 where the layers have scales" : "f32");
   os << llvm::formatv("  arena         {0} (max {1} tokens per prefill call)\n",
                       human(summary->arenaBytes), args.maxPrefill);
   if (summary->numTracks) {
@@ -173,6 +199,11 @@ int runCompile(const CompileArgs &args) {
     phases += llvm::formatv("{0}{1} {2}", phases.empty() ? "" : ", ", phase, n);
   os << llvm::formatv("  kernels       {0} generated; commands: {1}\n",
                       summary->numKernels, phases);
+  if (args.report && !summary->quantErrors.empty()) {
+    os << "  quantization error per tensor (relative RMS):\n";
+    for (const target::QuantErrorEntry &e : summary->quantErrors)
+      os << llvm::formatv("    {0,-56} w{1}  {2:F5}\n", e.name, e.bits, e.relativeRms);
+  }
   os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "
                       "codegen {2:F0} ms, write {3:F0} ms, total {4:F0} ms\n",
                       importMs, passMs, codegenMs, writeMs, msSince(t0));

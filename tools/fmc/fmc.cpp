@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
       ->default_val("native");
   compileCmd->add_option("--quant", comp.quant,
-                         "projection weights: none (f32), w2, w4 or w8 bits")
-      ->check(CLI::IsMember({"none", "w2", "w4", "w8"}))
+                         "projection weights: none (f32), f16, w2, w4 or w8 bits")
+      ->check(CLI::IsMember({"none", "f16", "w2", "w4", "w8"}))
       ->default_val("none");
   compileCmd->add_option("--group", comp.group, "weights per quantization scale")
       ->check(CLI::IsMember({32, 64, 128}))
