@@ -8,7 +8,8 @@
 // Quants are random bytes with valid f16 scales: the kernels' speed does
 // not depend on the values, and packing 100+ MB through the quantizer's
 // search would dominate the run. Buffers are 64-byte aligned like the
-// runtime's mmapped weights.
+// runtime's mmapped weights. Linked into fm_kernels_bench (whose main is in
+// matmul_bench.cpp).
 #include "kernels/matmul.h"
 #include "kernels/qmatmul.h"
 #include "kernels/quantize.h"
@@ -171,5 +172,3 @@ BENCHMARK(BM_QMatmul)->Name("BM_QMatvec")->Apply(matvecShapes);
 BENCHMARK(BM_QMatmul)->Name("BM_QPrefill")->Apply(prefillShapes);
 
 } // namespace
-
-BENCHMARK_MAIN();

@@ -4,6 +4,7 @@
 #include "runtime/src/Artifact.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include <set>
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -183,6 +184,30 @@ void describe(const fa::Artifact &root, const fa::Command &c, bool oneRow,
   }
 }
 
+/// Bits per weight of the quantized projections (scales included): the Q
+/// weights other than the token embedding table. 0 when none is quantized.
+double bitsPerWeight(const fa::Artifact &root) {
+  std::set<uint32_t> embeddings;
+  for (const fa::Program *p : *root.programs())
+    for (const fa::Command *c : *p->commands())
+      if (c->op_type() == fa::Op::Embed)
+        embeddings.insert(c->op_as_Embed()->table_weight());
+  double bits = 0, elems = 0;
+  for (uint32_t i = 0; i < root.weights()->size(); ++i) {
+    const fa::Weight *w = root.weights()->Get(i);
+    fa::DType d = w->dtype();
+    if ((d != fa::DType::Q2 && d != fa::DType::Q4 && d != fa::DType::Q8) ||
+        embeddings.count(i))
+      continue;
+    double n = 1;
+    for (int64_t x : *w->shape())
+      n *= x;
+    bits += 8.0 * w->size();
+    elems += n;
+  }
+  return elems ? bits / elems : 0.0;
+}
+
 /// All-reduce commands in one decode step.
 unsigned collectivesPerToken(const fa::Artifact &root) {
   for (const fa::Program *p : *root.programs())
@@ -242,6 +267,7 @@ int runInspect(const InspectArgs &args) {
     out["artifact_bytes"] = (int64_t)(*art)->fileSize();
     out["weight_bytes"] = (int64_t)(*art)->dataSize();
     out["kv_bytes_per_token"] = (int64_t)kvPerToken;
+    out["bits_per_weight"] = bitsPerWeight(root);
     out["devices"] = (int64_t)root.devices();
     out["num_tracks"] = (int64_t)root.num_tracks();
     out["num_track_blocks"] = (int64_t)root.num_track_blocks();
