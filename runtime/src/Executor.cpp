@@ -4,6 +4,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/moe.h"
+#include "kernels/quantize.h"
 
 #include <algorithm>
 #include <chrono>
@@ -89,6 +90,33 @@ void FloatBlock::release() {
 // Building the steps
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// Weight `index` as the kernels take it (a dtype the loader accepted for
+// the command that uses it).
+WeightRef weightRef(const Artifact &artifact, uint32_t index) {
+  const fa::Weight &w = *artifact.root().weights()->Get(index);
+  WeightRef r;
+  r.data = artifact.weightData(index);
+  if (isQuantized(w.dtype())) {
+    r.kind = WeightRef::Kind::Quant;
+    r.format = quantFormat(w);
+  } else {
+    r.kind = w.dtype() == fa::DType::F16 ? WeightRef::Kind::F16
+                                         : WeightRef::Kind::F32;
+  }
+  return r;
+}
+
+// The value of a 0-d f32 weight (the loader checked the kind and size).
+float scalarWeight(const Artifact &artifact, uint32_t index) {
+  float v;
+  std::memcpy(&v, artifact.weightData(index), sizeof(v));
+  return v;
+}
+
+} // namespace
+
 Expected<std::unique_ptr<Executor>>
 Executor::create(const Artifact &artifact, const CpuExecutable *executable,
                  int threads, Communicator *comm) {
@@ -131,31 +159,42 @@ Status Executor::build(const Artifact &artifact,
   device_ = static_cast<int>(comm_->rank() % devices);
   pool_ = std::make_unique<ThreadPool>(threads);
 
-  // KV caches.
+  // KV caches: f32, or int8 (1 byte per element) for an i8 cache.
   const auto *caches = root.caches();
   caches_.resize(caches->size());
   for (flatbuffers::uoffset_t i = 0; i < caches->size(); ++i) {
     const fa::KvCache *c = caches->Get(i);
-    uint64_t floats = uint64_t(c->slots()) * 2 * c->capacity() *
-                      c->kv_heads() * c->head_dim();
-    if (!caches_[i].allocate(floats))
+    Cache &cache = caches_[i];
+    cache.partBytes = uint64_t(c->capacity()) * c->kv_heads() * c->head_dim() *
+                      dtypeSize(c->dtype());
+    cache.bytes = uint64_t(c->slots()) * 2 * cache.partBytes;
+    const uint64_t floats = (cache.bytes + sizeof(float) - 1) / sizeof(float);
+    if (!cache.block.allocate(floats))
       return outOfMemory("KV cache '" + c->name()->str() + "'", floats);
     capacity_ = std::min<int64_t>(capacity_, c->capacity());
   }
-  auto cacheK = [&](uint32_t cache, uint32_t slot) {
-    const fa::KvCache *c = caches->Get(cache);
-    uint64_t part = uint64_t(c->capacity()) * c->kv_heads() * c->head_dim();
-    return caches_[cache].data() + 2 * uint64_t(slot) * part;
-  };
-  auto cacheV = [&](uint32_t cache, uint32_t slot) {
-    const fa::KvCache *c = caches->Get(cache);
-    uint64_t part = uint64_t(c->capacity()) * c->kv_heads() * c->head_dim();
-    return caches_[cache].data() + (2 * uint64_t(slot) + 1) * part;
+  // Row 0 of a slot's K or V part.
+  auto cacheRows = [&](uint32_t cache, uint32_t slot, bool v) -> void * {
+    const Cache &c = caches_[cache];
+    return reinterpret_cast<uint8_t *>(c.block.data()) +
+           (2 * uint64_t(slot) + (v ? 1 : 0)) * c.partBytes;
   };
 
   // One arena serves every program: programs share nothing through it.
   uint64_t arenaFloats = 0;
   size_t numArgs = 0, numGroups = 0, numMoes = 0, numExperts = 0;
+  auto anyQuantized = [&](const fa::Moe &m) {
+    auto q = [&](int64_t index) {
+      return index >= 0 &&
+             isQuantized(root.weights()->Get(uint32_t(index))->dtype());
+    };
+    bool any = q(m.router()) || q(m.shared_gate()) || q(m.shared_up()) ||
+               q(m.shared_down()) || q(m.shared_expert_gate());
+    for (const auto *list : {m.gate(), m.up(), m.down()})
+      for (uint32_t w : *list)
+        any |= q(w);
+    return any;
+  };
   for (const fa::Program *program : *root.programs()) {
     arenaFloats = std::max<uint64_t>(arenaFloats, program->arena_floats());
     for (const fa::Command *command : *program->commands()) {
@@ -176,6 +215,8 @@ Status Executor::build(const Artifact &artifact,
   groups_.reserve(numGroups);
   moes_.reserve(numMoes);
   moeWeights_.reserve(3 * numExperts);
+  quantMoes_.reserve(numMoes);
+  quantMoeWeights_.reserve(3 * numExperts);
   size_t nextArg = 0;
 
   // Per-lane scratch sizes, and how many lanes run at once.
@@ -222,8 +263,7 @@ Status Executor::build(const Artifact &artifact,
       case fa::Op::Embed: {
         const fa::Embed &op = *command->op_as_Embed();
         s.a = ref(*op.out());
-        s.table = artifact.weightData(op.table_weight());
-        s.f16 = root.weights()->Get(op.table_weight())->dtype() == fa::DType::F16;
+        s.table = weightRef(artifact, op.table_weight());
         p.embeds = true;
         break;
       }
@@ -239,20 +279,22 @@ Status Executor::build(const Artifact &artifact,
         int64_t col = 0;
         for (flatbuffers::uoffset_t j = 0; j < op.weights()->size(); ++j) {
           const fa::Weight *w = weights->Get(op.weights()->Get(j));
-          s.f16 = w->dtype() == fa::DType::F16;
+          const WeightRef wr = weightRef(artifact, op.weights()->Get(j));
           int64_t wRows = w->shape()->Get(0);
           // The compiler writes the parts of a fused weight back to back;
-          // then the stack is one [n][k] matrix and one call.
+          // then the stack (of one dtype and format) is one [n][k] matrix
+          // and one call.
           if (j > 0) {
             const fa::Weight *prev = weights->Get(op.weights()->Get(j - 1));
-            if (prev->offset() + prev->size() == w->offset()) {
+            if (prev->offset() + prev->size() == w->offset() &&
+                groups_.back().w.sameLayout(wr)) {
               groups_.back().rows += wRows;
               col += wRows;
               continue;
             }
           }
           WeightGroup g;
-          g.w = artifact.weightData(op.weights()->Get(j));
+          g.w = wr;
           g.rows = wRows;
           g.col0 = col;
           groups_.push_back(g);
@@ -270,9 +312,14 @@ Status Executor::build(const Artifact &artifact,
         const fa::Attention &op = *command->op_as_Attention();
         s.a = ref(*op.q());
         s.b = ref(*op.out());
-        s.kCache = cacheK(op.cache(), op.slot());
-        s.vCache = cacheV(op.cache(), op.slot());
+        s.kCache = cacheRows(op.cache(), op.slot(), false);
+        s.vCache = cacheRows(op.cache(), op.slot(), true);
         s.capacity = caches->Get(op.cache())->capacity();
+        if (caches->Get(op.cache())->dtype() == fa::DType::I8) {
+          s.int8 = true;
+          s.kScale = scalarWeight(artifact, uint32_t(op.k_scale()));
+          s.vScale = scalarWeight(artifact, uint32_t(op.v_scale()));
+        }
         s.heads = op.heads();
         s.kvHeads = op.kv_heads();
         s.headDim = op.head_dim();
@@ -295,10 +342,10 @@ Status Executor::build(const Artifact &artifact,
             ptr = const_cast<uint8_t *>(artifact.weightData(arg->index()));
             break;
           case fa::ArgKind::CacheK:
-            ptr = cacheK(arg->index(), arg->slot());
+            ptr = cacheRows(arg->index(), arg->slot(), false);
             break;
           case fa::ArgKind::CacheV:
-            ptr = cacheV(arg->index(), arg->slot());
+            ptr = cacheRows(arg->index(), arg->slot(), true);
             break;
           }
           args_[nextArg++] = ptr;
@@ -316,11 +363,46 @@ Status Executor::build(const Artifact &artifact,
         const auto *weights = root.weights();
         s.a = ref(*op.x());
         s.b = ref(*op.y());
+        kernels::MoeShape shape;
+        shape.hidden = op.x()->width();
+        shape.experts = op.gate()->size();
+        shape.intermediate = weights->Get(op.gate()->Get(0))->shape()->Get(0);
+        shape.topK = op.top_k();
+        if (op.shared_gate() >= 0)
+          shape.sharedIntermediate =
+              weights->Get(op.shared_gate())->shape()->Get(0);
+        kernels::MoeShape planned = shape;
+        planned.rows = rows;
+        const size_t E = op.gate()->size();
+        if (anyQuantized(op)) {
+          // Packed experts: the runtime's Moe over per-weight kinds.
+          QuantMoeArgs m;
+          m.shape = shape;
+          m.normTopk = op.norm_topk();
+          m.accumulate = op.accumulate();
+          m.router = weightRef(artifact, op.router());
+          const size_t first = quantMoeWeights_.size();
+          for (const auto *list : {op.gate(), op.up(), op.down()})
+            for (uint32_t w : *list)
+              quantMoeWeights_.push_back(weightRef(artifact, w));
+          m.gate = quantMoeWeights_.data() + first;
+          m.up = m.gate + E;
+          m.down = m.up + E;
+          if (op.shared_gate() >= 0) {
+            m.sharedGate = weightRef(artifact, op.shared_gate());
+            m.sharedUp = weightRef(artifact, op.shared_up());
+            m.sharedDown = weightRef(artifact, op.shared_down());
+            m.sharedExpertGate = weightRef(artifact, op.shared_expert_gate());
+          }
+          scratchMoe = std::max<uint64_t>(scratchMoe,
+                                          quantMoeScratchFloats(planned));
+          s.quantMoe = true;
+          s.moe = static_cast<uint32_t>(quantMoes_.size());
+          quantMoes_.push_back(m);
+          break;
+        }
         kernels::MoeArgs m;
-        m.shape.hidden = op.x()->width();
-        m.shape.experts = op.gate()->size();
-        m.shape.intermediate = weights->Get(op.gate()->Get(0))->shape()->Get(0);
-        m.shape.topK = op.top_k();
+        m.shape = shape;
         m.normTopk = op.norm_topk();
         m.accumulate = op.accumulate();
         m.f16 = weights->Get(op.router())->dtype() == fa::DType::F16;
@@ -329,20 +411,15 @@ Status Executor::build(const Artifact &artifact,
         for (const auto *list : {op.gate(), op.up(), op.down()})
           for (uint32_t w : *list)
             moeWeights_.push_back(artifact.weightData(w));
-        const size_t E = op.gate()->size();
         m.gate = moeWeights_.data() + first;
         m.up = m.gate + E;
         m.down = m.up + E;
         if (op.shared_gate() >= 0) {
-          m.shape.sharedIntermediate =
-              weights->Get(op.shared_gate())->shape()->Get(0);
           m.sharedGate = artifact.weightData(op.shared_gate());
           m.sharedUp = artifact.weightData(op.shared_up());
           m.sharedDown = artifact.weightData(op.shared_down());
           m.sharedExpertGate = artifact.weightData(op.shared_expert_gate());
         }
-        kernels::MoeShape planned = m.shape;
-        planned.rows = rows;
         scratchMoe = std::max<uint64_t>(scratchMoe,
                                         kernels::moeScratchFloats(planned));
         s.moe = static_cast<uint32_t>(moes_.size());
@@ -497,17 +574,26 @@ Status Executor::runStep(const Step &s, const int32_t *tokens, int64_t rows,
   case fa::Op::Embed: {
     const int32_t *ids = s.lastRowOnly ? tokens + rows - 1 : tokens;
     const int64_t width = s.a.width;
+    const size_t rowBytes = s.table.rowBytes(width);
     for (int64_t r = 0; r < M && width > 0; ++r) {
       float *out = s.a.p + r * s.a.stride;
-      if (s.f16) {
-        const uint16_t *row = static_cast<const uint16_t *>(s.table) +
-                              int64_t(ids[r]) * width;
-        for (int64_t c = 0; c < width; ++c)
-          out[c] = kernels::halfToFloat(row[c]);
-      } else {
-        std::memcpy(out,
-                    static_cast<const float *>(s.table) + int64_t(ids[r]) * width,
-                    width * sizeof(float));
+      const uint8_t *row =
+          static_cast<const uint8_t *>(s.table.data) + size_t(ids[r]) * rowBytes;
+      switch (s.table.kind) {
+      case WeightRef::Kind::F32:
+        std::memcpy(out, row, width * sizeof(float));
+        break;
+      case WeightRef::Kind::F16:
+        for (int64_t c = 0; c < width; ++c) {
+          uint16_t h;
+          std::memcpy(&h, row + 2 * c, sizeof(h));
+          out[c] = kernels::halfToFloat(h);
+        }
+        break;
+      case WeightRef::Kind::Quant:
+        // Only the looked-up rows are unpacked.
+        kernels::dequantizeRow(row, s.table.format, width, out);
+        break;
       }
     }
     break;
@@ -549,12 +635,7 @@ void Executor::matmul(const Step &s, int64_t M, ThreadPool *pool, Lane &lane) {
   for (uint32_t gi = s.group0; gi < s.group0 + s.groups; ++gi) {
     const WeightGroup &g = groups_[gi];
     auto call = [&](float *y, bool accumulate) {
-      if (s.f16)
-        kernels::matmulF16W(x, M, s.k, static_cast<const uint16_t *>(g.w),
-                            g.rows, y, accumulate, pool);
-      else
-        kernels::matmulF32(x, M, s.k, static_cast<const float *>(g.w), g.rows,
-                           y, accumulate, pool);
+      linear(g.w, x, M, s.k, g.rows, y, accumulate, pool);
     };
     float *y = s.b.p + g.col0;
     if (M == 1 || s.b.stride == g.rows) {
@@ -585,6 +666,9 @@ void Executor::attention(const Step &s, int64_t S, int64_t pos0,
   a.k = s.kCache;
   a.v = s.vCache;
   a.capacity = s.capacity;
+  a.int8 = s.int8;
+  a.kScale = s.kScale;
+  a.vScale = s.vScale;
   const int64_t width = s.heads * s.headDim;
   if (S == 1 || (s.a.stride == width && s.b.stride == width)) {
     a.q = s.a.p;
@@ -605,6 +689,16 @@ void Executor::attention(const Step &s, int64_t S, int64_t pos0,
 }
 
 void Executor::moe(const Step &s, int64_t M, ThreadPool *pool, Lane &lane) {
+  if (s.quantMoe) {
+    QuantMoeArgs a = quantMoes_[s.moe];
+    a.shape.rows = M;
+    a.x = s.a.p;
+    a.xStride = s.a.stride;
+    a.y = s.b.p;
+    a.yStride = s.b.stride;
+    quantMoe(a, lane.moe.data(), pool);
+    return;
+  }
   kernels::MoeArgs a = moes_[s.moe];
   a.shape.rows = M;
   a.x = s.a.p;

@@ -4,6 +4,8 @@
 
 #include "Artifact.h"
 #include "CpuExecutable.h"
+#include "Linear.h"
+#include "QuantMoe.h"
 #include "fm/communicator.h"
 #include "fm/status.h"
 #include "kernels/moe.h"
@@ -49,8 +51,9 @@ struct CollectiveStats {
 
 /// The state one session runs in: an arena (the largest program's), the KV
 /// caches (zeroed; per cache, slot s holds K then V, each
-/// [capacity][kv_heads * head_dim]), scratch for matmuls with strided
-/// operands and for Moe, and a thread pool. Programs are translated into
+/// [capacity][kv_heads * head_dim] of f32, or of int8 for an i8 cache: a
+/// quarter of the memory), scratch for matmuls with strided operands and
+/// for Moe, and a thread pool. Programs are translated into
 /// steps with resolved pointers once, at create(): run() allocates nothing.
 ///
 /// Track sections (consecutive commands of one track block) run their
@@ -99,17 +102,42 @@ public:
     return p.logits + r * p.logitsStride;
   }
 
+  /// The activation arena, as the last run left it (for tests and
+  /// debugging: every buffer of a program lies in it at its offset).
+  const float *arena() const { return arena_.data(); }
+  /// Row 0 of a cache slot's K (or V) part: f32 or int8 rows of
+  /// kv_heads * head_dim, as the cache's dtype says (cache and slot in
+  /// range; for tests and debugging).
+  const void *cacheRows(uint32_t cache, uint32_t slot, bool v) const {
+    const Cache &c = caches_[cache];
+    return reinterpret_cast<const uint8_t *>(c.block.data()) +
+           (2 * uint64_t(slot) + (v ? 1 : 0)) * c.partBytes;
+  }
+  /// Bytes the KV caches take, all together.
+  uint64_t cacheBytes() const {
+    uint64_t bytes = 0;
+    for (const Cache &c : caches_)
+      bytes += c.bytes;
+    return bytes;
+  }
+
 private:
   struct Ref {
     float *p = nullptr;
     int64_t stride = 0;
     int64_t width = 0;
   };
-  /// Weights of a MatMul that lie back to back: one kernel call.
+  /// Weights of a MatMul of one layout that lie back to back: one kernel
+  /// call.
   struct WeightGroup {
-    const void *w = nullptr;
+    WeightRef w;
     int64_t rows = 0;
     int64_t col0 = 0; // first column of y
+  };
+  /// A KV cache: slots × (K, V) parts of partBytes each.
+  struct Cache {
+    FloatBlock block;
+    uint64_t partBytes = 0, bytes = 0;
   };
   struct Step {
     uint8_t op = 0; // fm::artifact::Op
@@ -120,15 +148,18 @@ private:
     // Embed: out; MatMul: x, y; Attention: q, out; Copy: src, dst;
     // Moe: x, y; AllReduce: buffer.
     Ref a, b;
-    bool f16 = false; // weights (Embed, MatMul, Moe)
-    const void *table = nullptr;
+    WeightRef table; // Embed
     int64_t k = 0, n = 0;
     bool accumulate = false;
     uint32_t group0 = 0, groups = 0;
-    const float *kCache = nullptr, *vCache = nullptr;
+    // Attention: the slot's rows, f32 or (int8) value * kScale / vScale.
+    const void *kCache = nullptr, *vCache = nullptr;
+    bool int8 = false;
+    float kScale = 1.0f, vScale = 1.0f;
     int64_t capacity = 0, heads = 0, kvHeads = 0, headDim = 0, window = 0;
     float scale = 1.0f; // Attention; AllReduce
-    uint32_t moe = 0;   // index into moes_
+    bool quantMoe = false; // Moe: quantMoes_ (else moes_)
+    uint32_t moe = 0;      // index into moes_ or quantMoes_
     CpuExecutable::Function fn = nullptr;
     void **args = nullptr;
   };
@@ -174,7 +205,9 @@ private:
   std::vector<void *> args_;
   std::vector<kernels::MoeArgs> moes_;
   std::vector<const void *> moeWeights_; // the experts' gate, up, down
-  std::vector<FloatBlock> caches_;
+  std::vector<QuantMoeArgs> quantMoes_;
+  std::vector<WeightRef> quantMoeWeights_; // their experts' gate, up, down
+  std::vector<Cache> caches_;
   FloatBlock arena_, reduceScratch_;
   std::vector<Lane> lanes_;
   std::unique_ptr<ThreadPool> pool_;
