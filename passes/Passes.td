@@ -84,10 +84,10 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
   let summary = "Chooses a grouped low-bit format for every projection weight";
   let description = [{
     Records `#fm.quant<bits, group, grid, scale = f16>` on the parameters of
-    every projection (attention q/k/v/qkv/o, MLP and expert gate/up/down,
-    an untied LM head), `embed-bits` on the token embedding (and so on a
-    tied LM head), and leaves norms, routers, gates of shared experts and KV
-    scales in full precision. A weight whose input dimension is not a
+    every projection (attention q/k/v/qkv/o, MLP and expert gate/up/down),
+    `embed-bits` on the token embedding and the LM head (tied or not: the
+    logits are the most sensitive projection), and leaves norms, routers,
+    gates of shared experts and KV scales in full precision. A weight whose input dimension is not a
     multiple of the group stays unquantized (warning). With `kv-bits=8`,
     caches whose writers carry per-layer K/V scales (afm7) become int8.
     The pass only annotates: the artifact writer packs the bytes, one tensor

@@ -78,8 +78,10 @@ struct QuantizeWeightsPass
         if (embed)
           want(e.getTable(), embed, /*override=*/true);
       } else if (auto h = dyn_cast<LmHeadOp>(op)) {
-        if (!h.getTied())
-          want(h.getWeight(), proj);
+        // Like the embedding (as llama.cpp keeps output.weight at higher
+        // precision): the logits are the most sensitive projection.
+        if (!h.getTied() && embed)
+          want(h.getWeight(), embed);
       }
     });
     // The embedding's format decides for every use of its key (tied head).

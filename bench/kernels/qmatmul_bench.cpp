@@ -79,8 +79,8 @@ void BM_QMatmul(benchmark::State &state) {
                       QuantGrid::Balanced};
   const int threads = static_cast<int>(state.range(5));
   const bool cold = state.range(6) != 0;
-  const QMatmulVariant variant = state.range(7) ? QMatmulVariant::Avx512F32
-                                                : QMatmulVariant::Default;
+  const QMatmulVariant variant =
+      state.range(7) ? QMatmulVariant::Avx512F32 : QMatmulVariant::Default;
   if (!fm::kernels::qmatmulVariantAvailable(variant)) {
     state.SkipWithError("variant not available on this CPU");
     return;
@@ -98,7 +98,8 @@ void BM_QMatmul(benchmark::State &state) {
     } else {
       float *wf = reinterpret_cast<float *>(w.back()->data);
       for (int64_t i = 0; i < N * K; ++i)
-        wf[i] = 1e-3f * static_cast<float>(static_cast<int>(rng() % 2001) - 1000);
+        wf[i] =
+            1e-3f * static_cast<float>(static_cast<int>(rng() % 2001) - 1000);
     }
   }
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -111,8 +112,9 @@ void BM_QMatmul(benchmark::State &state) {
     const uint8_t *wp = w[next]->data;
     next = next + 1 == copies ? 0 : next + 1;
     if (bits == 0)
-      fm::kernels::matmulF32(x.data(), M, K, reinterpret_cast<const float *>(wp),
-                             N, y.data(), false, pool);
+      fm::kernels::matmulF32(x.data(), M, K,
+                             reinterpret_cast<const float *>(wp), N, y.data(),
+                             false, pool);
     else
       fm::kernels::qmatmulVariant(variant, x.data(), M, K, wp, f, N, y.data(),
                                   false, pool);

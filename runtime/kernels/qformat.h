@@ -31,8 +31,8 @@ struct QuantFormat {
 // packedRowBytes(f, K) bytes per row, rows not padded (the artifact aligns
 // the tensor's first byte to 64). K must be a multiple of the group. One row:
 //
-//   [quants: K * bits / 8 bytes][scales: K / group x f16][mins: K / group x f16]
-//                                                          (affine only)
+//   [quants: K*bits/8 bytes][scales: K/group x f16][mins: K/group x f16]
+//                                                  (affine only)
 //
 // Scales and mins are little-endian IEEE binary16, group g at index g (the
 // group of input k is k / group). Keeping them apart from the quants lets a
@@ -68,9 +68,7 @@ struct QuantFormat {
 // ---------------------------------------------------------------------------
 
 /// One unit of quants (see above): U inputs at Bits bits.
-template <int Bits, int U> struct QuantUnit {
-  uint8_t qs[U * Bits / 8];
-};
+template <int Bits, int U> struct QuantUnit { uint8_t qs[U * Bits / 8]; };
 static_assert(sizeof(QuantUnit<2, 32>) == 8, "Q2 unit of 32 inputs");
 static_assert(sizeof(QuantUnit<2, 64>) == 16, "Q2 unit of 64 inputs");
 static_assert(sizeof(QuantUnit<4, 32>) == 16, "Q4 unit of 32 inputs");
@@ -91,7 +89,9 @@ inline bool isValidQuantFormat(QuantFormat f) {
 }
 
 /// Inputs per unit, U = min(group, 64).
-inline int quantUnitInputs(QuantFormat f) { return f.group < 64 ? f.group : 64; }
+inline int quantUnitInputs(QuantFormat f) {
+  return f.group < 64 ? f.group : 64;
+}
 
 /// Bytes of quants in a row of K inputs (the offset of the scales).
 inline int64_t quantBytes(QuantFormat f, int64_t K) { return K * f.bits / 8; }

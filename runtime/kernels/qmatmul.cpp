@@ -79,8 +79,8 @@ private:
 thread_local Scratch tScratch;
 
 void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
-         const uint8_t *w, QuantFormat f, int64_t N, float *y,
-         bool accumulate, fm::rt::ThreadPool *pool) {
+         const uint8_t *w, QuantFormat f, int64_t N, float *y, bool accumulate,
+         fm::rt::ThreadPool *pool) {
   assert(isValidQuantFormat(f) && "invalid quant format");
   assert(K % f.group == 0 && "K must be a multiple of the group");
   if (M <= 0 || N <= 0)
@@ -91,8 +91,10 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
         y[i] = 0.0f;
     return;
   }
-  qdetail::Params p{w, f, K, static_cast<int64_t>(packedRowBytes(f, K)),
-                    x, K * static_cast<int64_t>(sizeof(float)), y, N,
+  qdetail::Params p{w,         f,
+                    K,         static_cast<int64_t>(packedRowBytes(f, K)),
+                    x,         K * static_cast<int64_t>(sizeof(float)),
+                    y,         N,
                     accumulate};
   const bool parallel =
       pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
@@ -130,8 +132,10 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t m0 = (unit % mUnits) * kPrefillUnitRowsM;
       const int64_t n0 = (unit / mUnits) * kPrefillUnitRowsN;
-      const int64_t m1 = m0 + kPrefillUnitRowsM < M ? m0 + kPrefillUnitRowsM : M;
-      const int64_t n1 = n0 + kPrefillUnitRowsN < N ? n0 + kPrefillUnitRowsN : N;
+      const int64_t m1 =
+          m0 + kPrefillUnitRowsM < M ? m0 + kPrefillUnitRowsM : M;
+      const int64_t n1 =
+          n0 + kPrefillUnitRowsN < N ? n0 + kPrefillUnitRowsN : N;
       isa.range(p, m0, m1, n0, n1);
     }
   };

@@ -25,8 +25,9 @@ namespace fm::kernels {
 /// min(group, 64) inputs with an f32 scale (like ggml's Q8), and take
 /// integer dot products (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw, NEON
 /// sdot/smull): |error| <= sum_k |w_k| * scale_k / 2 against exact f32
-/// activations, ~1e-3 of max|y| for typical activations. The generic path
-/// keeps f32 activations and is the reference.
+/// activations; for normal x that is ~0.6% rms of y (~1.5% with 30x outlier
+/// channels), against 34% / 9% rms weight error at 2 / 4 bits. The generic
+/// path keeps f32 activations and is the reference.
 ///
 /// Scratch: the quantized activations go to a buffer owned by the calling
 /// thread (thread_local), grown to the largest M * K seen and then reused:

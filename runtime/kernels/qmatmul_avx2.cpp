@@ -66,7 +66,8 @@ struct V {
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F fmsub(F a, F b, F c) { return _mm256_fmsub_ps(a, b, c); }
   static float hsum(F v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 s =
+        _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
@@ -122,6 +123,9 @@ struct V {
   }
   static void prefetch(const uint8_t *p) {
     _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T0);
+  }
+  static void prefetchL2(const uint8_t *p) {
+    _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T1);
   }
 };
 

@@ -57,8 +57,8 @@ struct V {
     return _mm512_load_si512(idx);
   }
   static F scales(const uint8_t *p, int count, Spread s) {
-    __m256i h = _mm256_maskz_loadu_epi16(
-        static_cast<__mmask16>((1u << count) - 1), p);
+    __m256i h =
+        _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << count) - 1), p);
     return _mm512_permutexvar_ps(s, _mm512_cvtph_ps(h));
   }
   static float dotHalf(const uint16_t *h, const float *f, int64_t n) {
@@ -78,12 +78,15 @@ struct V {
   static void prefetch(const uint8_t *p) {
     _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T0);
   }
+  static void prefetchL2(const uint8_t *p) {
+    _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T1);
+  }
 };
 
 } // namespace
 } // namespace avx512vnni
 
-const QMatmulIsa kQMatmulAvx512Vnni = {
-    &prepareRow<avx512vnni::V::kOffset8>, &range<avx512vnni::V>, nullptr};
+const QMatmulIsa kQMatmulAvx512Vnni = {&prepareRow<avx512vnni::V::kOffset8>,
+                                       &range<avx512vnni::V>, nullptr};
 
 } // namespace fm::kernels::qdetail

@@ -88,20 +88,19 @@ FM_Q_INLINE void step(const Ctx &c, int64_t st, const uint8_t *w,
       const __m512i wd = _mm512_cvtepu8_epi32(bytes);
       __m512 dot = _mm512_loadu_ps(xs + 64 * P + 16 * ch);
       for (int j = 0; j < P; ++j) {
-        __m512i pl = j == 0 ? _mm512_and_si512(wd, mask)
-                            : _mm512_and_si512(_mm512_srli_epi32(wd, Bits * j),
-                                               mask);
+        __m512i pl =
+            j == 0 ? _mm512_and_si512(wd, mask)
+                   : _mm512_and_si512(_mm512_srli_epi32(wd, Bits * j), mask);
         dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pl),
                               _mm512_loadu_ps(xs + 64 * j + 16 * ch), dot);
       }
       const int64_t firstGroup = (st * 64 + 16 * ch) / c.bytesPerGroup;
-      const int count =
-          Tail ? static_cast<int>(std::min<int64_t>(c.scalesPerChunk,
-                                                    c.groups - firstGroup))
-               : c.scalesPerChunk;
-      const __m256i h = _mm256_maskz_loadu_epi16(
-          static_cast<__mmask16>((1u << count) - 1),
-          row + c.quantBytes + 2 * firstGroup);
+      const int count = Tail ? static_cast<int>(std::min<int64_t>(
+                                   c.scalesPerChunk, c.groups - firstGroup))
+                             : c.scalesPerChunk;
+      const __m256i h =
+          _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << count) - 1),
+                                   row + c.quantBytes + 2 * firstGroup);
       acc[n] = _mm512_fmadd_ps(
           dot, _mm512_permutexvar_ps(c.spread, _mm512_cvtph_ps(h)), acc[n]);
     }
@@ -165,7 +164,8 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
     const int64_t tileBytes = kRows * c.rowBytes;
     const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
     Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
-                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
+                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes,
+                  false};
     int64_t n = n0;
     for (; n + kRows <= n1; n += kRows)
       tile<Bits, kRows>(c, c.w + n * c.rowBytes, x, y + n, p.accumulate, &pf);

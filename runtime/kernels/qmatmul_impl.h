@@ -14,7 +14,7 @@
 //   Spread, spread(lanesPerGroup), scales(p, count, spread): `count` f16
 //     scales at p, scale g repeated over lanesPerGroup lanes (count > 0)
 //   dotHalf(h, f, n)     sum of halfToFloat(h[i]) * f[i]
-//   prefetch(p)
+//   prefetch(p), prefetchL2(p)  the line at p into L1 / L2
 #pragma once
 
 #include "kernels/qmatmul_isa.h"
@@ -36,7 +36,8 @@ namespace fm::kernels::qdetail {
 // ---------------------------------------------------------------------------
 
 // One row for a fixed (bits, unit): constant trip counts, so that the
-// compiler vectorizes and unrolls the per-unit loops (~0.1 ns per input).
+// compiler vectorizes and unrolls the per-unit loops (~0.4 ns per input
+// on AVX-512: ~1 us for K = 2048, against ~40 us for the 2-bit matvec).
 template <int Offset8, int Bits, int U>
 void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
   constexpr int P = 8 / Bits;
@@ -79,7 +80,8 @@ void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
     for (int j = 0; j < P; ++j)
       std::memcpy(base + 64 * j + uu * kUnitBytes, q + j * kUnitBytes,
                   kUnitBytes);
-    float *dxLanes = reinterpret_cast<float *>(base + 64 * P) + uu * kLanesPerUnit;
+    float *dxLanes =
+        reinterpret_cast<float *>(base + 64 * P) + uu * kLanesPerUnit;
     float *corr = dxLanes + 16;
     // Lane l sums bytes 4l..4l+3 of every plane: planes first (vector
     // adds), then groups of 4.
@@ -129,19 +131,23 @@ constexpr int kPrefillRowsN = 2, kPrefillRowsM = 4;
 // Software prefetch of the matvec: a cursor runs linearly through the
 // thread's rows, kPrefetchBytes beyond the end of the tile being read, at
 // the tile's pace. Without it this machine's hardware prefetchers reach
-// ~7 GB/s per core on the 4 interleaved row streams; with it ~16-20.
-// Measuring from the tile's end (not its start) matters for long rows
-// (2048 x 6656 at 2 bits: 10 -> 17 GB/s).
-constexpr int64_t kPrefetchBytes = 4096;
+// ~7-10 GB/s per core on the 4 interleaved row streams; with it 17-21
+// (one row stream prefetched per row, rather than linearly, also stayed at
+// ~10). Counting from the tile's end (not its start) matters for long rows
+// (2048 x 6656 at 2 bits: 10 -> 17 GB/s on one core).
+constexpr int64_t kPrefetchBytes = 2048;
+// L1 data bytes the matvec may fill with prefetched weights and x (of 32
+// KiB); larger footprints prefetch into L2.
+constexpr int64_t kL1Budget = 20 << 10;
 
 template <class V> struct Ctx {
   const uint8_t *w;
   int64_t rowBytes, quantBytes;
-  int64_t fullSteps;   // steps of V::kBytes quants
-  int tailBytes;       // quants in the last, partial step
-  int64_t groups;      // per row
-  int lanesPerGroup;   // int32 lanes (4 quant bytes) per weight group
-  int scalesPerStep;   // max(1, kLanes / lanesPerGroup)
+  int64_t fullSteps; // steps of V::kBytes quants
+  int tailBytes;     // quants in the last, partial step
+  int64_t groups;    // per row
+  int lanesPerGroup; // int32 lanes (4 quant bytes) per weight group
+  int scalesPerStep; // max(1, kLanes / lanesPerGroup)
   typename V::Spread spread;
   bool affine;
   int64_t sbBytes, gsumOffset, actStride;
@@ -174,6 +180,7 @@ struct Prefetcher {
   const uint8_t *cursor;
   int64_t perStep;
   const uint8_t *end;
+  bool toL2;
 };
 
 template <class V, int Bits, int NR, int MR, bool Tail>
@@ -187,10 +194,9 @@ FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
   const int64_t sb = st / kStepsPerSb, ch = st % kStepsPerSb;
   const uint8_t *xs = x + sb * c.sbBytes + ch * V::kBytes;
   const int64_t firstGroup = st * V::kLanes / c.lanesPerGroup;
-  const int count =
-      Tail ? static_cast<int>(std::min<int64_t>(c.scalesPerStep,
-                                                c.groups - firstGroup))
-           : c.scalesPerStep;
+  const int count = Tail ? static_cast<int>(std::min<int64_t>(
+                               c.scalesPerStep, c.groups - firstGroup))
+                         : c.scalesPerStep;
   for (int n = 0; n < NR; ++n) {
     const uint8_t *row = w + n * c.rowBytes;
     Q wv = Tail ? V::loadWPartial(row + st * V::kBytes, c.tailBytes)
@@ -204,15 +210,13 @@ FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
       planes[2] = V::template plane<Bits, 2>(wv);
       planes[3] = V::template plane<Bits, 3>(wv);
     }
-    const F s =
-        V::scales(row + c.quantBytes + 2 * firstGroup, count, c.spread);
+    const F s = V::scales(row + c.quantBytes + 2 * firstGroup, count, c.spread);
     for (int m = 0; m < MR; ++m) {
       const uint8_t *xm = xs + m * c.actStride;
-      I d = V::template dot<Bits>(planes,
-                                  reinterpret_cast<const int8_t *>(xm));
-      F t = V::fmsub(V::cvt(d),
-                     V::load(reinterpret_cast<const float *>(xm + 64 * P)),
-                     V::load(reinterpret_cast<const float *>(xm + 64 * P + 64)));
+      I d = V::template dot<Bits>(planes, reinterpret_cast<const int8_t *>(xm));
+      F t = V::fmsub(
+          V::cvt(d), V::load(reinterpret_cast<const float *>(xm + 64 * P)),
+          V::load(reinterpret_cast<const float *>(xm + 64 * P + 64)));
       acc[n][m] = V::fma(t, s, acc[n][m]);
     }
   }
@@ -232,8 +236,12 @@ void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
     for (int64_t st = 0; st < c.fullSteps; ++st) {
       target += pf->perStep;
       const uint8_t *stop = target < pf->end ? target : pf->end;
-      for (; pf->cursor < stop; pf->cursor += 64)
-        V::prefetch(pf->cursor);
+      if (pf->toL2)
+        for (; pf->cursor < stop; pf->cursor += 64)
+          V::prefetchL2(pf->cursor);
+      else
+        for (; pf->cursor < stop; pf->cursor += 64)
+          V::prefetch(pf->cursor);
       tileStep<V, Bits, NR, MR, false>(c, st, w, x, acc);
     }
   } else {
@@ -250,8 +258,7 @@ void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
         v += V::dotHalf(
             reinterpret_cast<const uint16_t *>(row + c.quantBytes +
                                                2 * c.groups),
-            reinterpret_cast<const float *>(x + m * c.actStride +
-                                            c.gsumOffset),
+            reinterpret_cast<const float *>(x + m * c.actStride + c.gsumOffset),
             c.groups);
       float *out = y + m * ldy + n;
       *out = c.accumulate ? *out + v : v;
@@ -280,8 +287,12 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
     float *y = p.y + m0 * p.ldy;
     const int64_t tileBytes = kMatvecRows * c.rowBytes;
     const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
+    // Prefetch into L1 while x, the tile and the one being prefetched fit
+    // beside each other; beyond that the prefetched lines were evicted
+    // before use (2048 x 6656 at 4 bits: 11 GB/s into L1, 18 into L2).
+    const bool toL2 = p.actStride + 2 * tileBytes + kPrefetchBytes > kL1Budget;
     Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
-                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
+                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes, toL2};
     int64_t n = n0;
     for (; n + kMatvecRows <= n1; n += kMatvecRows)
       tile<V, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,

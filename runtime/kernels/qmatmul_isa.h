@@ -36,11 +36,11 @@ namespace fm::kernels::qdetail {
 // ---------------------------------------------------------------------------
 
 struct ActLayout {
-  int planes;             // P = 8 / bits
-  int64_t superblocks;    // ceil(K / (64 * P))
-  int64_t superblockBytes;// 64 * P + 128
-  int64_t gsumOffset;     // bytes from the row start to gsum
-  int64_t rowBytes;       // one prepared row, a multiple of 64
+  int planes;              // P = 8 / bits
+  int64_t superblocks;     // ceil(K / (64 * P))
+  int64_t superblockBytes; // 64 * P + 128
+  int64_t gsumOffset;      // bytes from the row start to gsum
+  int64_t rowBytes;        // one prepared row, a multiple of 64
 };
 
 inline ActLayout actLayout(QuantFormat f, int64_t K) {

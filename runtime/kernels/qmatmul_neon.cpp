@@ -83,12 +83,13 @@ struct V {
                 vld1q_f32(f + i), acc);
     float sum = hsum(acc);
     for (; i < n; ++i)
-      sum += vgetq_lane_f32(
-                 halves(reinterpret_cast<const uint8_t *>(h + i), 1), 0) *
+      sum += vgetq_lane_f32(halves(reinterpret_cast<const uint8_t *>(h + i), 1),
+                            0) *
              f[i];
     return sum;
   }
-  static void prefetch(const uint8_t *p) { __builtin_prefetch(p); }
+  static void prefetch(const uint8_t *p) { __builtin_prefetch(p, 0, 3); }
+  static void prefetchL2(const uint8_t *p) { __builtin_prefetch(p, 0, 2); }
 };
 
 } // namespace

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace fm::kernels {
@@ -17,6 +19,8 @@ constexpr float kHalfMax = 65504.0f;
 constexpr int kClipSteps = 32;
 // Least-squares refits after the search.
 constexpr int kRefits = 3;
+// quantizeRows uses one thread per this many weights, up to the core count.
+constexpr int64_t kWeightsPerThread = int64_t(1) << 20;
 
 float toHalfAndBack(float v) {
   return halfToFloat(floatToHalf(std::min(std::max(v, -kHalfMax), kHalfMax)));
@@ -34,8 +38,7 @@ float halfNeighbour(float h, int steps) {
 // Clamping before rounding lets the rounding be a truncation of a
 // non-negative value, which vectorizes without SSE4.1.
 inline float quantOf(float w, float inv, float offset, float qmax) {
-  float v = w * inv + offset;
-  v = v < 0.0f ? 0.0f : (v > qmax ? qmax : v);
+  float v = std::fmin(std::fmax(w * inv + offset, 0.0f), qmax);
   return static_cast<float>(static_cast<int>(v + 0.5f));
 }
 
@@ -47,28 +50,44 @@ struct Group {
   float sqSum;  // sum of w^2
 };
 
+// Sums are kept in kLanes partial sums (group sizes are multiples of 32),
+// so that the loops vectorize without reassociation flags.
+constexpr int kLanes = 8;
+
+float laneSum(const float (&acc)[kLanes]) {
+  float s = 0.0f;
+  for (int l = 0; l < kLanes; ++l)
+    s += acc[l];
+  return s;
+}
+
 // Balanced: value = (q - c) * s. Squared error for an f16 scale s.
 float balancedError(const Group &g, float s) {
   if (!(s > 0.0f))
     return g.sqSum;
-  float inv = 1.0f / s, err = 0.0f;
-  for (int k = 0; k < g.n; ++k) {
-    float q = quantOf(g.w[k], inv, g.center, g.qmax);
-    float d = g.w[k] - (q - g.center) * s;
-    err += d * d;
-  }
-  return err;
+  const float inv = 1.0f / s;
+  float acc[kLanes] = {};
+  for (int k = 0; k < g.n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      float q = quantOf(g.w[k + l], inv, g.center, g.qmax);
+      float d = g.w[k + l] - (q - g.center) * s;
+      acc[l] += d * d;
+    }
+  return laneSum(acc);
 }
 
 // The least-squares scale for the quants that scale s assigns.
 float balancedRefit(const Group &g, float s) {
-  float inv = 1.0f / s, num = 0.0f, den = 0.0f;
-  for (int k = 0; k < g.n; ++k) {
-    float l = quantOf(g.w[k], inv, g.center, g.qmax) - g.center;
-    num += g.w[k] * l;
-    den += l * l;
-  }
-  return den > 0.0f ? num / den : s;
+  const float inv = 1.0f / s;
+  float num[kLanes] = {}, den[kLanes] = {};
+  for (int k = 0; k < g.n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      float lv = quantOf(g.w[k + l], inv, g.center, g.qmax) - g.center;
+      num[l] += g.w[k + l] * lv;
+      den[l] += lv * lv;
+    }
+  const float d = laneSum(den);
+  return d > 0.0f ? laneSum(num) / d : s;
 }
 
 // Returns the chosen f16 scale (as a float) and its error.
@@ -109,19 +128,21 @@ std::pair<float, float> searchBalanced(const Group &g, int bits) {
 
 // Affine: value = q * s + m.
 float affineError(const Group &g, float s, float m) {
-  float err = 0.0f;
+  float acc[kLanes] = {};
   if (!(s > 0.0f)) {
-    for (int k = 0; k < g.n; ++k)
-      err += (g.w[k] - m) * (g.w[k] - m);
-    return err;
+    for (int k = 0; k < g.n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l)
+        acc[l] += (g.w[k + l] - m) * (g.w[k + l] - m);
+    return laneSum(acc);
   }
-  float inv = 1.0f / s;
-  for (int k = 0; k < g.n; ++k) {
-    float q = quantOf(g.w[k] - m, inv, 0.0f, g.qmax);
-    float d = g.w[k] - (q * s + m);
-    err += d * d;
-  }
-  return err;
+  const float inv = 1.0f / s;
+  for (int k = 0; k < g.n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      float q = quantOf(g.w[k + l] - m, inv, 0.0f, g.qmax);
+      float d = g.w[k + l] - (q * s + m);
+      acc[l] += d * d;
+    }
+  return laneSum(acc);
 }
 
 // The least-squares (s, m) for the quants that (s, m) assign.
@@ -218,22 +239,24 @@ uint16_t floatToHalf(float value) {
   return static_cast<uint16_t>(sign | h);
 }
 
-QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
-                        uint8_t *out) {
-  assert(isValidQuantFormat(f) && "invalid quant format");
-  assert(K % f.group == 0 && "K must be a multiple of the group");
+namespace {
+
+// Packs rows [n0, n1); rowError[n - n0] gets each row's (error, sum of w^2).
+void quantizeRange(const float *w, int64_t n0, int64_t n1, int64_t K,
+                   QuantFormat f, uint8_t *out,
+                   std::pair<double, double> *rowError) {
   const size_t rowBytes = packedRowBytes(f, K);
   const int64_t groups = quantGroups(f, K);
   const int64_t U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
   const bool affine = f.grid == QuantGrid::Affine;
   std::vector<uint8_t> q(static_cast<size_t>(f.group));
-  QuantError total;
-  for (int64_t n = 0; n < N; ++n) {
+  for (int64_t n = n0; n < n1; ++n) {
     const float *row = w + n * K;
     uint8_t *packed = out + n * rowBytes;
     std::memset(packed, 0, rowBytes);
     uint8_t *scales = packed + quantBytes(f, K);
     uint8_t *mins = scales + 2 * groups;
+    double rowErr = 0.0, rowSq = 0.0;
     for (int64_t g = 0; g < groups; ++g) {
       Group grp{row + g * f.group, f.group,
                 static_cast<float>((1 << f.bits) - 1), balancedCenter(f.bits),
@@ -268,8 +291,8 @@ QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
         err += (double(wk) - value) * (double(wk) - value);
         sq += double(wk) * wk;
       }
-      total.sqError += err;
-      total.sqSum += sq;
+      rowErr += err;
+      rowSq += sq;
       uint16_t sh = floatToHalf(s), mh = floatToHalf(m);
       std::memcpy(scales + 2 * g, &sh, 2);
       if (affine)
@@ -283,6 +306,40 @@ QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
             static_cast<uint8_t>(q[i] << (f.bits * j));
       }
     }
+    rowError[n - n0] = {rowErr, rowSq};
+  }
+}
+
+} // namespace
+
+QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
+                        uint8_t *out) {
+  assert(isValidQuantFormat(f) && "invalid quant format");
+  assert(K % f.group == 0 && "K must be a multiple of the group");
+  std::vector<std::pair<double, double>> rowError(static_cast<size_t>(N));
+  // Rows are independent: large tensors are split across the cores, in
+  // contiguous blocks; the sums below run in row order whatever the split.
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  threads = static_cast<int>(std::min<int64_t>(
+      std::max(threads, 1), std::max<int64_t>(N * K / kWeightsPerThread, 1)));
+  threads =
+      static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(N, 1)));
+  if (threads <= 1) {
+    quantizeRange(w, 0, N, K, f, out, rowError.data());
+  } else {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      const int64_t n0 = N * t / threads, n1 = N * (t + 1) / threads;
+      workers.emplace_back(quantizeRange, w, n0, n1, K, f, out,
+                           rowError.data() + n0);
+    }
+    for (std::thread &t : workers)
+      t.join();
+  }
+  QuantError total;
+  for (const auto &[err, sq] : rowError) {
+    total.sqError += err;
+    total.sqSum += sq;
   }
   return total;
 }

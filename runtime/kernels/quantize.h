@@ -31,8 +31,10 @@ struct QuantError {
 /// neighbours. Weights that already lie on the balanced grid with an
 /// f16-exact scale per group (quantization-aware training) come back
 /// exactly (zero error) for 2 and 4 bits, and for 8 bits when a group
-/// reaches the outer level. Costs ~50 error evaluations per weight:
-/// single-threaded, call it per tensor from several threads if needed.
+/// reaches the outer level. Costs ~45 error evaluations per weight
+/// (~20-25 M weights/s per core); tensors over 2M weights are split by rows
+/// across std::thread::hardware_concurrency() threads. The result does not
+/// depend on the thread count.
 QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
                         uint8_t *out);
 

@@ -132,12 +132,12 @@ TEST(QuantFormat, HalfRounding) {
     float v = static_cast<float>(halfValue(static_cast<uint16_t>(h)));
     ASSERT_EQ(floatToHalf(v), h) << std::hex << h;
   }
-  EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f), 0x3c00);         // tie -> even
-  EXPECT_EQ(floatToHalf(1.0f + 3 * 0x1p-11f), 0x3c02);     // tie -> even
+  EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f), 0x3c00);     // tie -> even
+  EXPECT_EQ(floatToHalf(1.0f + 3 * 0x1p-11f), 0x3c02); // tie -> even
   EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);                // overflow
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // overflow
   EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
-  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);                // tie -> 0
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000); // tie -> 0
   EXPECT_EQ(floatToHalf(0x1p-25f * 1.5f), 0x0001);
   EXPECT_EQ(floatToHalf(-0x1p-24f), 0x8001);
 }
@@ -155,8 +155,8 @@ TEST(Quantize, GridWeightsRoundTripExactly) {
       for (int64_t n = 0; n < N; ++n)
         for (int64_t g = 0; g < K / group; ++g) {
           // An f16 scale in [2^-12, 2^-2) with a random mantissa.
-          uint16_t sh = static_cast<uint16_t>(((3 + rng() % 10) << 10) |
-                                              (rng() % 1024));
+          uint16_t sh =
+              static_cast<uint16_t>(((3 + rng() % 10) << 10) | (rng() % 1024));
           const float s = static_cast<float>(halfValue(sh));
           // Some groups use only the inner levels (for 8 bits every group
           // reaches an outer level: see quantize.h).

@@ -103,6 +103,20 @@ bool isQuantized(fa::DType dtype) {
          dtype == fa::DType::Q8;
 }
 
+bool moeHasQuantizedWeights(const fa::Artifact &root, const fa::Moe &op) {
+  auto quantized = [&](int64_t index) {
+    return index >= 0 && uint64_t(index) < root.weights()->size() &&
+           isQuantized(root.weights()->Get(uint32_t(index))->dtype());
+  };
+  bool any = quantized(op.router()) || quantized(op.shared_gate()) ||
+             quantized(op.shared_up()) || quantized(op.shared_down()) ||
+             quantized(op.shared_expert_gate());
+  for (const auto *list : {op.gate(), op.up(), op.down()})
+    for (uint32_t index : *list)
+      any |= quantized(index);
+  return any;
+}
+
 kernels::QuantFormat quantFormat(const fa::Weight &weight) {
   kernels::QuantFormat f;
   f.bits = weight.dtype() == fa::DType::Q2   ? 2
@@ -855,18 +869,7 @@ Status Checker::checkMoe(const fa::Moe &op, u64 rows,
   // Without quantized weights the Moe kernel runs, which reads every weight
   // in the router's float dtype. With any, the runtime's own Moe
   // (QuantMoe.cpp) runs, which takes each weight in its own dtype.
-  auto quantizedAt = [&](int64_t index) {
-    return index >= 0 && u64(index) < numWeights_ &&
-           isQuantized(root_.weights()->Get(uint32_t(index))->dtype());
-  };
-  bool anyQuantized = quantizedAt(op.router()) ||
-                      quantizedAt(op.shared_gate()) ||
-                      quantizedAt(op.shared_up()) ||
-                      quantizedAt(op.shared_down()) ||
-                      quantizedAt(op.shared_expert_gate());
-  for (const auto *list : {op.gate(), op.up(), op.down()})
-    for (uint32_t index : *list)
-      anyQuantized |= quantizedAt(index);
+  const bool anyQuantized = moeHasQuantizedWeights(root_, op);
 
   // Every weight: in range, of a dtype some path reads (without quantized
   // weights: the router's), of shape [rows, cols].

@@ -32,6 +32,11 @@ uint64_t dtypeSize(fm::artifact::DType dtype);
 std::string dtypeName(fm::artifact::DType dtype);
 /// Whether `dtype` is one of the packed low-bit formats (Q2, Q4, Q8).
 bool isQuantized(fm::artifact::DType dtype);
+/// Whether any weight of a Moe command is packed (Q2/Q4/Q8); indices out
+/// of range count as not. Such a Moe runs on the runtime's QuantMoe, which
+/// takes each weight in its own dtype, instead of the Moe kernel.
+bool moeHasQuantizedWeights(const fm::artifact::Artifact &root,
+                            const fm::artifact::Moe &op);
 /// The packed format of a Q2/Q4/Q8 weight (bits, `group`, `grid`); valid
 /// (isValidQuantFormat) for every quantized weight of a verified artifact.
 fm::kernels::QuantFormat quantFormat(const fm::artifact::Weight &weight);

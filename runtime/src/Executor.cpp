@@ -183,18 +183,6 @@ Status Executor::build(const Artifact &artifact,
   // One arena serves every program: programs share nothing through it.
   uint64_t arenaFloats = 0;
   size_t numArgs = 0, numGroups = 0, numMoes = 0, numExperts = 0;
-  auto anyQuantized = [&](const fa::Moe &m) {
-    auto q = [&](int64_t index) {
-      return index >= 0 &&
-             isQuantized(root.weights()->Get(uint32_t(index))->dtype());
-    };
-    bool any = q(m.router()) || q(m.shared_gate()) || q(m.shared_up()) ||
-               q(m.shared_down()) || q(m.shared_expert_gate());
-    for (const auto *list : {m.gate(), m.up(), m.down()})
-      for (uint32_t w : *list)
-        any |= q(w);
-    return any;
-  };
   for (const fa::Program *program : *root.programs()) {
     arenaFloats = std::max<uint64_t>(arenaFloats, program->arena_floats());
     for (const fa::Command *command : *program->commands()) {
@@ -374,7 +362,7 @@ Status Executor::build(const Artifact &artifact,
         kernels::MoeShape planned = shape;
         planned.rows = rows;
         const size_t E = op.gate()->size();
-        if (anyQuantized(op)) {
+        if (moeHasQuantizedWeights(root, op)) {
           // Packed experts: the runtime's Moe over per-weight kinds.
           QuantMoeArgs m;
           m.shape = shape;

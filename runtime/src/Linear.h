@@ -6,6 +6,8 @@
 #include "kernels/qformat.h"
 #include "kernels/qmatmul.h"
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -44,6 +46,13 @@ struct WeightRef {
   }
 };
 
+/// Packed weights against f32 activations (SessionOptions::exactActivations):
+/// no int8 rounding of x, 3-4x slower than the VNNI path. Process-wide.
+inline std::atomic<bool> &exactActivations() {
+  static std::atomic<bool> exact{false};
+  return exact;
+}
+
 /// y[M][N] (+)= x[M][K] · wᵀ (dense rows) on the kernel for w's kind.
 inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
                    int64_t N, float *y, bool accumulate, ThreadPool *pool) {
@@ -57,6 +66,17 @@ inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
                         accumulate, pool);
     return;
   case WeightRef::Kind::Quant:
+    if (exactActivations().load(std::memory_order_relaxed)) {
+      if (kernels::qmatmulVariantAvailable(kernels::QMatmulVariant::Avx512F32))
+        kernels::qmatmulVariant(kernels::QMatmulVariant::Avx512F32, x, M, K,
+                                static_cast<const uint8_t *>(w.data), w.format,
+                                N, y, accumulate, pool);
+      else
+        kernels::qmatmulOn(kernels::KernelIsa::Generic, x, M, K,
+                           static_cast<const uint8_t *>(w.data), w.format, N,
+                           y, accumulate, pool);
+      return;
+    }
     kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format,
                      N, y, accumulate, pool);
     return;

@@ -4,6 +4,7 @@
 #include "Artifact.h"
 #include "CpuExecutable.h"
 #include "Executor.h"
+#include "Linear.h"
 #include "kernels/sampler.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ struct Model::Impl {
   std::string family, modelName, configJson, target, exeFormat, exeTriple;
   int64_t vocab = 0, hidden = 0, layers = 0, parameters = 0;
   int64_t weightBytes = 0, kvBytesPerToken = 0, contextLength = 0;
+  double bitsPerWeight = 0.0;
   int64_t devices = 1, numTracks = 0, numTrackBlocks = 0;
   std::vector<ProgramInfo> programs;
   std::vector<CacheInfo> caches;
@@ -65,8 +67,24 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
   impl->devices = root.devices();
   impl->numTracks = root.num_tracks();
   impl->numTrackBlocks = root.num_track_blocks();
-  for (const fa::Weight *w : *root.weights())
+  // Bits per weight of the packed projections: the packed weights but the
+  // embedding tables (a tied LM head is its table), as `fmc inspect` counts.
+  std::vector<bool> table(root.weights()->size(), false);
+  for (const fa::Program *p : *root.programs())
+    for (const fa::Command *c : *p->commands())
+      if (const fa::Embed *e = c->op_as_Embed())
+        table[e->table_weight()] = true;
+  double quantBytes = 0.0, quantElements = 0.0;
+  for (flatbuffers::uoffset_t i = 0; i < root.weights()->size(); ++i) {
+    const fa::Weight *w = root.weights()->Get(i);
     impl->weightBytes += static_cast<int64_t>(w->size());
+    if (rt::isQuantized(w->dtype()) && !table[i]) { // 2-D (the loader checked)
+      quantBytes += static_cast<double>(w->size());
+      quantElements += static_cast<double>(w->shape()->Get(0)) *
+                       static_cast<double>(w->shape()->Get(1));
+    }
+  }
+  impl->bitsPerWeight = quantElements > 0 ? quantBytes * 8.0 / quantElements : 0.0;
   for (const fa::KvCache *c : *root.caches()) {
     CacheInfo info;
     info.name = str(c->name());
@@ -74,9 +92,11 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
     info.kvHeads = c->kv_heads();
     info.headDim = c->head_dim();
     info.capacity = c->capacity();
+    info.dtype = rt::dtypeName(c->dtype());
+    info.elementBytes = static_cast<int64_t>(rt::dtypeSize(c->dtype()));
     impl->kvBytesPerToken += static_cast<int64_t>(
         int64_t(2) * info.slots * info.kvHeads * info.headDim *
-        static_cast<int64_t>(rt::dtypeSize(c->dtype())));
+        info.elementBytes);
     impl->contextLength = impl->caches.empty()
                               ? info.capacity
                               : std::min(impl->contextLength, info.capacity);
@@ -132,6 +152,7 @@ int64_t Model::hiddenSize() const { return impl_->hidden; }
 int64_t Model::numLayers() const { return impl_->layers; }
 int64_t Model::parameters() const { return impl_->parameters; }
 int64_t Model::weightBytes() const { return impl_->weightBytes; }
+double Model::bitsPerWeight() const { return impl_->bitsPerWeight; }
 int64_t Model::kvBytesPerToken() const { return impl_->kvBytesPerToken; }
 int64_t Model::contextLength() const { return impl_->contextLength; }
 const std::vector<ProgramInfo> &Model::programs() const { return impl_->programs; }
@@ -202,6 +223,8 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
     impl_->status = Status::error("fm::Session: no model");
     return;
   }
+  if (options.exactActivations)
+    rt::exactActivations().store(true);
   const Model::Impl &m = impl_->model->impl();
   // Allocation and thread creation may throw; the API must not.
   try {

@@ -7,8 +7,9 @@
 //   clang++-22 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined
 //     -I runtime/include -I runtime -I BUILD/runtime/src/include
 //     test/fuzz/fmb_loader_fuzz.cpp runtime/src/{Artifact,CpuExecutable,
-//     Executor,Runtime,ThreadPool}.cpp runtime/kernels/{attention,isa,matmul,
-//     matmul_generic,moe,sampler}.cpp -o /tmp/fmb_fuzz
+//     Executor,QuantMoe,Runtime,ThreadPool}.cpp runtime/kernels/{attention,
+//     isa,matmul,matmul_generic,moe,qmatmul,qmatmul_generic,quantize,
+//     sampler}.cpp -o /tmp/fmb_fuzz
 //   /tmp/fmb_fuzz -max_total_time=60 test/fuzz/corpus/fmb
 // Seeds: FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test
 //   --gtest_filter=Loader.WriteCorpus

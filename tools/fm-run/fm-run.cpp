@@ -38,6 +38,7 @@ struct Args {
   std::string logitsOut;
   int64_t prefillChunk = 0;
   bool verifyHash = false;
+  bool exactActivations = false;
 };
 
 int fail(const std::string &message) {
@@ -147,6 +148,7 @@ int run(const Args &args, fm::Communicator *comm) {
              " tokens do not fit in the context of " +
              std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
+    sessionOptions.exactActivations = args.exactActivations;
     sessionOptions.threads = args.threads;
     // By default the ranks on one machine share its cores.
     if (args.threads == 0 && ranks > 1)
@@ -317,6 +319,9 @@ int main(int argc, char **argv) {
                  "max rows; 1: the decode path for every position)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
+  app.add_flag("--exact-activations", args.exactActivations,
+               "multiply low-bit weights with f32 activations, not int8 "
+               "(no activation rounding; slower)");
   app.add_flag("--verify-hash", args.verifyHash,
                "check the weights against the artifact's content hash");
   try {

@@ -53,6 +53,10 @@ struct ProgramInfo {
 struct CacheInfo {
   std::string name;
   int64_t slots = 0, kvHeads = 0, headDim = 0, capacity = 0;
+  /// Element type: "f32", or "i8" (round(x / s), with per-layer scales).
+  std::string dtype;
+  /// Bytes per element: 4 (f32) or 1 (i8).
+  int64_t elementBytes = 4;
 };
 
 /// A loaded, verified model: immutable and shareable between sessions (and
@@ -87,7 +91,14 @@ public:
   int64_t parameters() const;
   /// Bytes of all weights (as stored, after quantization).
   int64_t weightBytes() const;
-  /// KV-cache bytes per token of context, all caches together.
+  /// Storage bits per weight of the quantized (Q2/Q4/Q8) projection
+  /// weights, their scales and minimums included: Σ bytes · 8 / Σ elements
+  /// over the packed weights other than embedding tables (and so a tied LM
+  /// head), as `fmc inspect` reports it; e.g. 4.5 for q4 in balanced groups
+  /// of 32. 0 when no projection is quantized.
+  double bitsPerWeight() const;
+  /// KV-cache bytes per token of context, all caches together (as stored:
+  /// an i8 cache takes a quarter of an f32 one).
   int64_t kvBytesPerToken() const;
   /// The most tokens a session can hold: the smallest cache capacity, or 0
   /// when the model has no KV cache (no limit).
@@ -127,6 +138,9 @@ struct SessionOptions {
   /// model partitioned over N > 1 devices needs exactly N ranks; rank r
   /// runs device r's share of every track block.
   Communicator *communicator = nullptr;
+  /// Multiply packed low-bit weights with f32 activations instead of int8
+  /// ones (no activation rounding; 3-4x slower decode). Process-wide.
+  bool exactActivations = false;
 };
 
 /// What a session has done, for reports.

@@ -5,6 +5,7 @@
 
 #include "Artifact.h"
 #include "fm/fmb_generated.h"
+#include "kernels/quantize.h"
 
 #include <cstdint>
 #include <cstring>
@@ -57,13 +58,39 @@ public:
       std::memcpy(bytes.data(), data.data(), bytes.size());
     return addRawWeight(name, std::move(shape), fa::DType::F32, std::move(bytes));
   }
+  /// Adds an f32 0-d weight (a scale).
+  uint32_t addScalar(const std::string &name, float value) {
+    return addWeight(name, {}, {value});
+  }
+  /// Adds `data` ([N][K], N * K floats) packed in format `f` (quantizeRows)
+  /// as a Q2/Q4/Q8 weight.
+  uint32_t addQuantWeight(const std::string &name, int64_t N, int64_t K,
+                          const std::vector<float> &data,
+                          fm::kernels::QuantFormat f) {
+    std::vector<uint8_t> bytes(size_t(N) * fm::kernels::packedRowBytes(f, K));
+    fm::kernels::quantizeRows(data.data(), N, K, f, bytes.data());
+    return addRawWeight(name, {N, K}, quantDType(f.bits), std::move(bytes),
+                        uint32_t(f.group),
+                        f.grid == fm::kernels::QuantGrid::Affine
+                            ? fa::QuantGrid::Affine
+                            : fa::QuantGrid::Balanced);
+  }
+  static fa::DType quantDType(int bits) {
+    return bits == 2 ? fa::DType::Q2 : bits == 4 ? fa::DType::Q4 : fa::DType::Q8;
+  }
+  /// Adds `bytes` as they are; `group` and `grid` are written as given (the
+  /// packed formats' fields).
   uint32_t addRawWeight(const std::string &name, std::vector<int64_t> shape,
-                        fa::DType dtype, std::vector<uint8_t> bytes) {
+                        fa::DType dtype, std::vector<uint8_t> bytes,
+                        uint32_t group = 0,
+                        fa::QuantGrid grid = fa::QuantGrid::Balanced) {
     Weight w;
     w.name = name;
     w.shape = std::move(shape);
     w.dtype = dtype;
     w.bytes = std::move(bytes);
+    w.group = group;
+    w.grid = grid;
     w.gapBefore = pendingGap_;
     pendingGap_ = 0;
     weights_.push_back(std::move(w));
@@ -106,6 +133,17 @@ public:
                 const std::string &layer = "", bool lastRowOnly = false) {
     auto op = fa::CreateAttention(fbb_, &q, &out, cache, slot, heads, kvHeads,
                                   headDim, scale, window);
+    return command(fa::Op::Attention, op.Union(), layer, lastRowOnly);
+  }
+  /// Attention over an i8 cache: with the weight indices of its K and V
+  /// scales (or any values, to break it).
+  Cmd attentionI8(fa::BufferRef q, fa::BufferRef out, uint32_t cache,
+                  uint32_t slot, uint32_t heads, uint32_t kvHeads,
+                  uint32_t headDim, float scale, int32_t kScale, int32_t vScale,
+                  uint32_t window = 0, const std::string &layer = "",
+                  bool lastRowOnly = false) {
+    auto op = fa::CreateAttention(fbb_, &q, &out, cache, slot, heads, kvHeads,
+                                  headDim, scale, window, kScale, vScale);
     return command(fa::Op::Attention, op.Union(), layer, lastRowOnly);
   }
   flatbuffers::Offset<fa::Arg> bufferArg(fa::BufferRef b) {
@@ -183,7 +221,8 @@ public:
       weights.push_back(fa::CreateWeightDirect(
           fbb_, w.name.c_str(), w.dtype, &w.shape,
           w.hasOffsetOverride ? w.offsetOverride : offset,
-          w.hasSizeOverride ? w.sizeOverride : w.bytes.size()));
+          w.hasSizeOverride ? w.sizeOverride : w.bytes.size(), w.group,
+          w.grid));
     }
     data.resize(align(data.size()));
     uint64_t dataSize =
@@ -215,6 +254,8 @@ private:
     std::vector<int64_t> shape;
     fa::DType dtype = fa::DType::F32;
     std::vector<uint8_t> bytes;
+    uint32_t group = 0;
+    fa::QuantGrid grid = fa::QuantGrid::Balanced;
     uint64_t gapBefore = 0;
     uint64_t offsetOverride = 0, sizeOverride = 0;
     bool hasOffsetOverride = false, hasSizeOverride = false;

@@ -2,6 +2,7 @@
 // artifact loads and runs. Also writes the fuzzer's seed corpus when
 // FM_FMB_CORPUS_DIR is set.
 #include "ArtifactBuilder.h"
+#include "QuantModel.h"
 #include "TinyModel.h"
 #include "TrackModel.h"
 #include "fm/runtime.h"
@@ -218,7 +219,8 @@ TEST(Loader, MatMul) {
                                            std::vector<uint8_t>(16));
               c[1] = b.matmul(buf(0, 4, 4), {i8}, buf(4, 4, 4), 4, 4, false, "lm_head");
             })),
-            kCmd1 + "weight 2 ('q') is i8 (matmul reads f32 or f16 weights)");
+            kCmd1 + "weight 2 ('q') is i8 (matmul reads f32, f16, q2, q4 or q8 "
+                    "weights)");
 }
 
 TEST(Loader, BufferColumnSlicesMayShareRows) {
@@ -292,15 +294,272 @@ TEST(Loader, Attention) {
             "model.fmb: program 'decode' command 2: q width 4 and out width 8 must be "
             "heads * head_dim = 4");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
-              b.addCache("kv8", 1, 1, 4, 16, fa::DType::I8);
+              b.addCache("kv16", 1, 1, 4, 16, fa::DType::F16);
             })),
-            "model.fmb: cache 0 ('kv8'): dtype i8 is not supported (this runtime "
-            "keeps f32 caches)");
+            "model.fmb: cache 0 ('kv16'): dtype f16 is not supported (this runtime "
+            "keeps f32 or i8 caches)");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
               b.addCache("kv", 1, 1, 4, 0);
             })),
             "model.fmb: cache 0 ('kv'): kv_heads, head_dim and capacity must be "
             "non-zero (1, 4, 0)");
+}
+
+// Packed weights: vocab 4, hidden 32, program 'decode' (2 rows, arena 136):
+//   0: Embed E (q4, group 32) -> h (0..63)
+//   1: MatMul h · Wᵀ (W q8, group 32, affine) -> logits (64..71)
+// and, with an i8 cache 'kv8' (2 slots of 1 x 32, capacity 16) and its
+// scales KS, VS (0-d f32), attention h -> 72..135 where a test adds it.
+struct QMini {
+  uint32_t E = 0, W = 0, KS = 0, VS = 0;
+};
+using QTweak = std::function<void(ArtifactBuilder &, QMini &, std::vector<Cmd> &)>;
+
+std::vector<float> ramp(size_t n, float step) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = step * float(int(i % 11) - 5);
+  return v;
+}
+
+std::vector<uint8_t> qMini(const QTweak &tweak = {}) {
+  ArtifactBuilder b;
+  b.vocab = 4;
+  b.hidden = 32;
+  QMini m;
+  m.E = b.addQuantWeight("model.embed_tokens.weight", 4, 32, ramp(128, 0.25f),
+                         {4, 32, kernels::QuantGrid::Balanced});
+  m.W = b.addQuantWeight("lm_head.weight", 4, 32, ramp(128, -0.125f),
+                         {8, 32, kernels::QuantGrid::Affine});
+  m.KS = b.addScalar("model.layers.0.self_attn.k_scale", 0.05f);
+  m.VS = b.addScalar("model.layers.0.self_attn.v_scale", 0.02f);
+  std::vector<Cmd> cmds;
+  cmds.push_back(b.embed(m.E, buf(0, 32, 32), "model.embed_tokens"));
+  cmds.push_back(b.matmul(buf(0, 32, 32), {m.W}, buf(64, 4, 4), 32, 4, false,
+                          "lm_head"));
+  if (tweak)
+    tweak(b, m, cmds);
+  b.addProgram("decode", 2, 136, buf(64, 4, 4), false, cmds);
+  return b.finish();
+}
+
+TEST(Loader, QuantizedWeights) {
+  // Loads and runs: logits = dequant(W) · dequant(E)[token].
+  {
+    auto file = qMini();
+    ASSERT_EQ(loadError(file, /*verifyHash=*/true), "(loaded)");
+    auto model = Model::loadFromBuffer(file.data(), file.size(), "model.fmb");
+    ASSERT_TRUE(model.isOk()) << model.message();
+    Session session(*model, SessionOptions{1});
+    auto logits = session.decode(3);
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    std::vector<float> e(128), w(128);
+    auto unpack = [](const std::vector<float> &v, kernels::QuantFormat f,
+                     float *out) {
+      std::vector<uint8_t> packed(4 * kernels::packedRowBytes(f, 32));
+      kernels::quantizeRows(v.data(), 4, 32, f, packed.data());
+      for (int r = 0; r < 4; ++r)
+        kernels::dequantizeRow(packed.data() + r * kernels::packedRowBytes(f, 32),
+                               f, 32, out + 32 * r);
+    };
+    unpack(ramp(128, 0.25f), {4, 32, kernels::QuantGrid::Balanced}, e.data());
+    unpack(ramp(128, -0.125f), {8, 32, kernels::QuantGrid::Affine}, w.data());
+    for (int r = 0; r < 4; ++r) {
+      double want = 0, mag = 0;
+      for (int c = 0; c < 32; ++c) {
+        want += double(w[32 * r + c]) * e[32 * 3 + c];
+        mag += std::fabs(double(w[32 * r + c]) * e[32 * 3 + c]);
+      }
+      // Within the int8 rounding of x (<= mag / 254) and f32 rounding.
+      EXPECT_NEAR((*logits)[r], want, mag / 254.0 + 1e-4) << "logit " << r;
+    }
+  }
+  auto raw = [](const std::string &name, std::vector<int64_t> shape,
+                fa::DType dtype, size_t bytes, uint32_t group,
+                fa::QuantGrid grid = fa::QuantGrid::Balanced) {
+    return [=](ArtifactBuilder &b, QMini &, std::vector<Cmd> &) {
+      b.addRawWeight(name, shape, dtype, std::vector<uint8_t>(bytes), group, grid);
+    };
+  };
+  EXPECT_EQ(loadError(qMini(raw("q1d", {64}, fa::DType::Q4, 36, 32))),
+            "model.fmb: weight 4 ('q1d'): q4 weight has shape [64], expected "
+            "2-D [rows, inputs]");
+  EXPECT_EQ(loadError(qMini(raw("g48", {1, 96}, fa::DType::Q4, 52, 48))),
+            "model.fmb: weight 4 ('g48'): q4 group 48 is not 32, 64 or 128");
+  EXPECT_EQ(loadError(qMini(raw("g0", {1, 32}, fa::DType::Q2, 10, 0))),
+            "model.fmb: weight 4 ('g0'): q2 group 0 is not 32, 64 or 128");
+  EXPECT_EQ(loadError(qMini(raw("grid", {1, 32}, fa::DType::Q8, 34, 32,
+                                static_cast<fa::QuantGrid>(7)))),
+            "model.fmb: weight 4 ('grid'): q8 has unknown grid 7");
+  EXPECT_EQ(loadError(qMini(raw("k48", {2, 48}, fa::DType::Q2, 26, 32))),
+            "model.fmb: weight 4 ('k48'): q2 weight has 48 inputs per row, not "
+            "a multiple of its group 32");
+  EXPECT_EQ(loadError(qMini(raw("short", {2, 32}, fa::DType::Q4, 10, 32))),
+            "model.fmb: weight 4 ('short'): size 10 bytes does not match shape "
+            "[2, 32] of q4 (group 32, balanced: 36 bytes)");
+  EXPECT_EQ(loadError(qMini(raw("aff", {1, 64}, fa::DType::Q8, 68, 64,
+                                fa::QuantGrid::Affine))),
+            "(loaded)");
+  EXPECT_EQ(loadError(qMini(raw("aff", {1, 64}, fa::DType::Q8, 66, 64,
+                                fa::QuantGrid::Affine))),
+            "model.fmb: weight 4 ('aff'): size 66 bytes does not match shape "
+            "[1, 64] of q8 (group 64, affine: 68 bytes)");
+  // A row count whose size overflows: rejected, not wrapped.
+  EXPECT_EQ(loadError(qMini(raw("huge", {int64_t(1) << 60, 32}, fa::DType::Q4,
+                                36, 32))),
+            "model.fmb: weight 4 ('huge'): shape [1152921504606846976, 32] is "
+            "too large");
+  EXPECT_EQ(loadError(qMini(raw("wide", {1, int64_t(1) << 40}, fa::DType::Q8,
+                                64, 128))),
+            "model.fmb: weight 4 ('wide'): size 64 bytes does not match shape "
+            "[1, 1099511627776] of q8 (group 128, balanced: 1116691496960 "
+            "bytes)");
+
+  // Embed: a packed table with vocab rows.
+  const std::string embedAt =
+      "model.fmb: program 'decode' command 0 (model.embed_tokens): ";
+  EXPECT_EQ(loadError(qMini([](ArtifactBuilder &b, QMini &, std::vector<Cmd> &c) {
+              uint32_t t = b.addQuantWeight("big", 8, 32, ramp(256, 0.5f),
+                                            {8, 32, kernels::QuantGrid::Balanced});
+              c[0] = b.embed(t, buf(0, 32, 32), "model.embed_tokens");
+            })),
+            embedAt + "embedding table weight 4 ('big') has shape [8, 32], "
+                      "expected [4, 32] (vocab_size, out width)");
+  EXPECT_EQ(loadError(qMini([](ArtifactBuilder &b, QMini &, std::vector<Cmd> &c) {
+              uint32_t t = b.addRawWeight("i8", {4, 32}, fa::DType::I8,
+                                          std::vector<uint8_t>(128));
+              c[0] = b.embed(t, buf(0, 32, 32), "model.embed_tokens");
+            })),
+            embedAt + "embedding table weight 4 ('i8') is i8 (embed reads f32, "
+                      "f16, q2, q4 or q8)");
+  // MatMul: each weight runs on its own dtype's kernel, so one command may
+  // mix them (quant_test.cpp runs such commands).
+  EXPECT_EQ(loadError(qMini([](ArtifactBuilder &b, QMini &m, std::vector<Cmd> &c) {
+              uint32_t f = b.addWeight("f32", {4, 32}, ramp(128, 0.5f));
+              c.push_back(b.matmul(buf(0, 32, 32), {m.W, f, m.E},
+                                   buf(72, 12, 12), 32, 12, false, "mixed"));
+            })),
+            "(loaded)");
+  EXPECT_EQ(loadError(qMini([](ArtifactBuilder &b, QMini &m, std::vector<Cmd> &c) {
+              c[1] = b.matmul(buf(0, 32, 32), {m.W}, buf(64, 4, 4), 16, 4, false,
+                              "lm_head");
+            })),
+            "model.fmb: program 'decode' command 1 (lm_head): weight 1 "
+            "('lm_head.weight') has shape [4, 32], expected [rows, 16] (k = 16)");
+}
+
+TEST(Loader, Int8Cache) {
+  auto attn = [](int32_t kScale, int32_t vScale,
+                 fa::DType dtype = fa::DType::I8) {
+    return [=](ArtifactBuilder &b, QMini &, std::vector<Cmd> &c) {
+      b.addCache("kv8", 2, 1, 32, 16, dtype);
+      c.push_back(b.attentionI8(buf(0, 32, 32), buf(72, 32, 32), 0, 1, 1, 1, 32,
+                                0.125f, kScale, vScale, 0,
+                                "model.layers.0.self_attn"));
+    };
+  };
+  const std::string at =
+      "model.fmb: program 'decode' command 2 (model.layers.0.self_attn): ";
+  const int32_t KS = 2, VS = 3; // qMini's scales
+  {
+    auto file = qMini(attn(KS, VS));
+    ASSERT_EQ(loadError(file), "(loaded)");
+    auto model = Model::loadFromBuffer(file.data(), file.size(), "model.fmb");
+    ASSERT_TRUE(model.isOk()) << model.message();
+    EXPECT_EQ((*model)->kvBytesPerToken(), 2 * 2 * 32);
+    ASSERT_EQ((*model)->caches().size(), 1u);
+    EXPECT_EQ((*model)->caches()[0].dtype, "i8");
+    Session session(*model, SessionOptions{2});
+    EXPECT_TRUE(session.prefill(std::vector<int32_t>{1, 2, 3}, true).isOk());
+  }
+  EXPECT_EQ(loadError(qMini(attn(-1, -1))),
+            at + "attention over i8 cache 'kv8' needs k_scale and v_scale "
+                 "(k_scale is -1)");
+  EXPECT_EQ(loadError(qMini(attn(KS, -1))),
+            at + "attention over i8 cache 'kv8' needs k_scale and v_scale "
+                 "(v_scale is -1)");
+  EXPECT_EQ(loadError(qMini(attn(99, VS))),
+            at + "k_scale: weight index 99 out of range (4 weights)");
+  EXPECT_EQ(loadError(qMini(attn(0, VS))),
+            at + "k_scale weight 0 ('model.embed_tokens.weight') is q4 [4, 32], "
+                 "expected a 0-d f32 scale");
+  EXPECT_EQ(loadError(qMini([&](ArtifactBuilder &b, QMini &m, std::vector<Cmd> &c) {
+              uint32_t s1 = b.addWeight("s1", {1}, {0.5f});
+              attn(int32_t(m.KS), int32_t(s1))(b, m, c);
+            })),
+            at + "v_scale weight 4 ('s1') is f32 [1], expected a 0-d f32 scale");
+  EXPECT_EQ(loadError(qMini([&](ArtifactBuilder &b, QMini &m, std::vector<Cmd> &c) {
+              uint32_t h = b.addRawWeight("h", {}, fa::DType::F16, {0, 60});
+              attn(int32_t(h), int32_t(m.VS))(b, m, c);
+            })),
+            at + "k_scale weight 4 ('h') is f16 [], expected a 0-d f32 scale");
+  // Scales on an f32 cache are a mistake, not ignored.
+  EXPECT_EQ(loadError(qMini(attn(KS, VS, fa::DType::F32))),
+            at + "k_scale 2 is set but cache 'kv8' is f32 (scales belong to i8 "
+                 "caches; -1 for none)");
+  EXPECT_EQ(loadError(qMini(attn(-1, VS, fa::DType::F32))),
+            at + "v_scale 3 is set but cache 'kv8' is f32 (scales belong to i8 "
+                 "caches; -1 for none)");
+  EXPECT_EQ(loadError(qMini(attn(-1, -1, fa::DType::F32))), "(loaded)");
+}
+
+// A Moe with packed experts between embed and lm_head: vocab 4, hidden 32,
+// 3 experts of intermediate 32 (q4 gate and up back to back, q8 down),
+// top-2, f32 router; a q2 shared expert with `withShared`; 3 rows.
+//   0: Embed -> h (0..95)   1: Moe h -> m (96..191)   2: MatMul -> logits
+std::vector<uint8_t> qMoeMini(bool withShared) {
+  ArtifactBuilder b;
+  b.vocab = 4;
+  b.hidden = 32;
+  const kernels::QuantFormat q4{4, 32, kernels::QuantGrid::Balanced};
+  const kernels::QuantFormat q8{8, 32, kernels::QuantGrid::Affine};
+  const kernels::QuantFormat q2{2, 32, kernels::QuantGrid::Affine};
+  uint32_t E = b.addWeight("model.embed_tokens.weight", {4, 32}, ramp(128, 0.25f));
+  uint32_t W = b.addWeight("lm_head.weight", {4, 32}, ramp(128, 0.125f));
+  uint32_t router = b.addWeight("mlp.gate.weight", {3, 32}, ramp(96, 0.5f));
+  std::vector<uint32_t> gate, up, down;
+  for (int e = 0; e < 3; ++e) {
+    const std::string x = "mlp.experts." + std::to_string(e) + ".";
+    gate.push_back(b.addQuantWeight(x + "gate_proj.weight", 32, 32,
+                                    ramp(1024, 0.05f * (e + 1)), q4));
+    up.push_back(b.addQuantWeight(x + "up_proj.weight", 32, 32,
+                                  ramp(1024, -0.04f), q4));
+    down.push_back(b.addQuantWeight(x + "down_proj.weight", 32, 32,
+                                    ramp(1024, 0.03f), q8));
+  }
+  SharedExpert shared;
+  if (withShared) {
+    shared.gate = int32_t(b.addQuantWeight("mlp.shared_expert.gate_proj.weight",
+                                           64, 32, ramp(2048, 0.05f), q2));
+    shared.up = int32_t(b.addQuantWeight("mlp.shared_expert.up_proj.weight", 64,
+                                         32, ramp(2048, 0.04f), q2));
+    shared.down = int32_t(b.addQuantWeight("mlp.shared_expert.down_proj.weight",
+                                           32, 64, ramp(2048, 0.03f), q2));
+    shared.expertGate = int32_t(
+        b.addWeight("mlp.shared_expert_gate.weight", {1, 32}, ramp(32, 0.1f)));
+  }
+  std::vector<Cmd> cmds = {
+      b.embed(E, buf(0, 32, 32), "model.embed_tokens"),
+      b.moe(buf(0, 32, 32), buf(96, 32, 32), router, gate, up, down, 2, true,
+            false, shared, "model.layers.0.mlp"),
+      b.matmul(buf(96, 32, 32), {W}, buf(192, 4, 4), 32, 4, false, "lm_head")};
+  b.addProgram("prefill", 3, 204, buf(192, 4, 4), false, cmds);
+  return b.finish();
+}
+
+TEST(Loader, QuantizedMoe) {
+  for (bool shared : {false, true}) {
+    auto file = qMoeMini(shared);
+    ASSERT_EQ(loadError(file), "(loaded)");
+    auto model = Model::loadFromBuffer(file.data(), file.size(), "model.fmb");
+    ASSERT_TRUE(model.isOk()) << model.message();
+    EXPECT_GT((*model)->bitsPerWeight(), 2.0);
+    Session session(*model, SessionOptions{2});
+    auto logits = session.prefill(std::vector<int32_t>{1, 2, 3, 0}, true);
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    for (int64_t i = 0; i < logits->rows * logits->vocab; ++i)
+      EXPECT_TRUE(std::isfinite(logits->data[i]));
+  }
 }
 
 TEST(Loader, Dispatch) {
@@ -533,7 +792,8 @@ TEST(Loader, Moe) {
               c[1] = b.moe(buf(0, 4, 4), buf(8, 4, 4), q, m.gate, m.up, m.down, 2,
                            true, false, {}, "model.layers.0.mlp");
             })),
-            kMoe + "router weight 12 ('q') is i8 (moe reads f32 or f16 weights)");
+            kMoe + "router weight 12 ('q') is i8 (moe reads f32, f16, q2, q4 or q8 "
+                   "weights)");
   // The shared expert: all four or none, with consistent shapes.
   EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
               SharedExpert partial = m.shared;
@@ -803,6 +1063,27 @@ TEST(Loader, WriteCorpus) {
   to.devices = 2;
   to.interleave = false;
   write("tracks_d2.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
+  // Packed weights, int8 caches and Moe with packed experts.
+  write("quant_mini.fmb", qMini());
+  write("quant_mini_i8.fmb", qMini([](ArtifactBuilder &b, QMini &m,
+                                      std::vector<Cmd> &c) {
+          b.addCache("kv8", 2, 1, 32, 16, fa::DType::I8);
+          c.push_back(b.attentionI8(buf(0, 32, 32), buf(72, 32, 32), 0, 1, 1, 1,
+                                    32, 0.125f, int32_t(m.KS), int32_t(m.VS), 0,
+                                    "model.layers.0.self_attn"));
+        }));
+  write("quant_moe.fmb", qMoeMini(false));
+  write("quant_moe_shared.fmb", qMoeMini(true));
+  QuantModel quant;
+  QuantModel::Options qo;
+  qo.maxRows = 4;
+  qo.capacity = 8;
+  write("quant_model.fmb", quant.build(qo, {0x7f, 'E', 'L', 'F'}));
+  qo.tied = false;
+  qo.int8Cache = false;
+  qo.embed = {8, 64, kernels::QuantGrid::Affine};
+  qo.attnStride = 128;
+  write("quant_model_f32cache.fmb", quant.build(qo, {0x7f, 'E', 'L', 'F'}));
 }
 
 } // namespace

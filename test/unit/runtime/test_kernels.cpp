@@ -1,7 +1,9 @@
 // Stand-ins for generated code, built as a shared object that the executor
 // tests embed into artifacts ("elf-so") and dispatch into. Shapes are baked
 // in, as the compiler bakes them into generated kernels.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -10,6 +12,17 @@ namespace {
 // buffer of kQkvStride floats per row.
 constexpr int64_t kKvWidth = 8;
 constexpr int64_t kQkvStride = 32;
+// The quantized test model (QuantModel.h): K and V rows of 64 floats inside
+// a 256-float QKV row.
+constexpr int64_t kWideKvWidth = 64;
+constexpr int64_t kWideQkvStride = 256;
+
+// As the compiler's cache_write with a scale: clamp(roundeven(x / s),
+// -128, 127) (nearbyint rounds half to even in the default mode).
+int8_t toInt8(float x, float s) {
+  float q = std::nearbyint(x / s);
+  return static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, q)));
+}
 } // namespace
 
 extern "C" {
@@ -28,6 +41,42 @@ fmt_write_kv(void **args, int64_t rows, int64_t pos) {
     std::memcpy(cacheV + (pos + r) * kKvWidth, v + r * kQkvStride,
                 kKvWidth * sizeof(float));
   }
+}
+
+/// The quantized model's f32 KV write. args: K rows, V rows (arena), cache
+/// K slot, cache V slot (f32 rows of kWideKvWidth).
+__attribute__((visibility("default"))) void
+fmt_write_kv_wide(void **args, int64_t rows, int64_t pos) {
+  const float *k = static_cast<const float *>(args[0]);
+  const float *v = static_cast<const float *>(args[1]);
+  float *cacheK = static_cast<float *>(args[2]);
+  float *cacheV = static_cast<float *>(args[3]);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(cacheK + (pos + r) * kWideKvWidth, k + r * kWideQkvStride,
+                kWideKvWidth * sizeof(float));
+    std::memcpy(cacheV + (pos + r) * kWideKvWidth, v + r * kWideQkvStride,
+                kWideKvWidth * sizeof(float));
+  }
+}
+
+/// The quantized model's int8 KV write, as generated code does it. args: K
+/// rows, V rows (arena), k_scale, v_scale (0-d f32 weights), cache K slot,
+/// cache V slot (int8 rows of kWideKvWidth).
+__attribute__((visibility("default"))) void
+fmt_write_kv_i8(void **args, int64_t rows, int64_t pos) {
+  const float *k = static_cast<const float *>(args[0]);
+  const float *v = static_cast<const float *>(args[1]);
+  const float kScale = *static_cast<const float *>(args[2]);
+  const float vScale = *static_cast<const float *>(args[3]);
+  int8_t *cacheK = static_cast<int8_t *>(args[4]);
+  int8_t *cacheV = static_cast<int8_t *>(args[5]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < kWideKvWidth; ++c) {
+      cacheK[(pos + r) * kWideKvWidth + c] =
+          toInt8(k[r * kWideQkvStride + c], kScale);
+      cacheV[(pos + r) * kWideKvWidth + c] =
+          toInt8(v[r * kWideQkvStride + c], vScale);
+    }
 }
 
 /// args: a buffer; writes the call's rows and pos into its first two
