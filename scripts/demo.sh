@@ -30,6 +30,16 @@ for t in 1 2; do
   "$BIN/fm-run" "$WORK/afm7.fmb" --tokens "$PROMPT" --max-new-tokens 32 --threads "$t" --stats
 done
 
+step "a PT-MoE model (2 tracks x 2 blocks, MoE, local/global attention) on 2 MPI ranks"
+/usr/bin/python3 examples/gen_checkpoint.py --family pt_moe --preset tiny --out "$WORK/pt_moe" --seed 7
+"$BIN/fmc" compile "$WORK/pt_moe" -o "$WORK/pt_moe.fmb" --devices 2 2>/dev/null | grep -E 'tracks|collectives'
+if command -v mpirun > /dev/null; then
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$BIN/fm-run" "$WORK/pt_moe.fmb" \
+    --tokens 1,17,42,5,9,100 --max-new-tokens 16 --threads 1 --stats
+else
+  echo "  (mpirun not installed: skipped; scripts/install-deps.sh installs openmpi-bin)"
+fi
+
 step "the hand-written example IR verifies (fm-opt)"
 for m in afm7-tiny pt-moe-tiny vitdet-tiny; do
   "$BIN/fm-opt" "examples/ir/$m.mlir" > /dev/null && echo "  examples/ir/$m.mlir: ok"
