@@ -70,9 +70,12 @@ void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
     std::memcpy(&amax, &amaxBits, 4);
     const float dx = amax / 127.0f;
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    // Clamped before the conversion: NaN or inf in x stay defined here
+    // (and reach y through dx).
     int8_t q[U];
     for (int k = 0; k < U; ++k)
-      q[k] = static_cast<int8_t>(static_cast<int>(std::nearbyint(xu[k] * inv)));
+      q[k] = static_cast<int8_t>(static_cast<int>(
+          std::nearbyint(std::fmin(std::fmax(xu[k] * inv, -127.0f), 127.0f))));
     const int64_t sb = u / kUnitsPerSb, uu = u % kUnitsPerSb;
     uint8_t *base = out + sb * l.superblockBytes;
     // Run j of the unit (inputs j*kUnitBytes..) sits in plane j at the

@@ -205,6 +205,31 @@ TEST(QMatmul, DispatchedIsBestPath) {
   std::printf("  qmatmul path: %s\n", qmatmulPathName());
 }
 
+// A NaN or inf in x makes the outputs it feeds non-finite on every path
+// (and is no undefined behaviour on the way).
+TEST(QMatmul, NonFiniteActivationsPropagate) {
+  for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
+                        QuantFormat{4, 32, QuantGrid::Affine},
+                        QuantFormat{8, 128, QuantGrid::Balanced}}) {
+    for (float bad : {NAN, INFINITY}) {
+      Problem p(f, 2, 256, 9, 21);
+      p.x[100] = bad; // row 0 only
+      for (KernelIsa path : {KernelIsa::Generic, KernelIsa::Avx2,
+                             KernelIsa::Avx512, KernelIsa::Neon}) {
+        if (!kernelIsaAvailable(path))
+          continue;
+        std::vector<float> y = p.run(path, false, 1);
+        for (int64_t n = 0; n < 9; ++n) {
+          EXPECT_FALSE(std::isfinite(y[n]))
+              << kernelIsaName(path) << " " << name(f) << " " << n;
+          EXPECT_TRUE(std::isfinite(y[9 + n]))
+              << kernelIsaName(path) << " " << name(f) << " " << n;
+        }
+      }
+    }
+  }
+}
+
 // Decode-sized shapes: the int8 rounding of x against the generic path's
 // f32 x. Normal x: within 1e-2 of max|y| (the assertion). With three
 // outlier channels at 30x, the blocks holding them lose precision (the
