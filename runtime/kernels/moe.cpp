@@ -71,12 +71,24 @@ struct Layout {
   }
 };
 
-void linear(const float *x, int64_t M, int64_t K, const void *w, int64_t N,
-            float *y, bool f16, fm::rt::ThreadPool *pool) {
-  if (f16)
+// y = x · wᵀ on the weight's storage: f32, f16, or the caller's ops.
+void linear(const MoeArgs &a, const float *x, int64_t M, int64_t K,
+            const void *w, int64_t N, float *y, fm::rt::ThreadPool *pool) {
+  if (a.ops)
+    a.ops->matmul(w, x, M, K, N, y, pool);
+  else if (a.f16)
     matmulF16W(x, M, K, static_cast<const uint16_t *>(w), N, y, false, pool);
   else
     matmulF32(x, M, K, static_cast<const float *>(w), N, y, false, pool);
+}
+
+bool stackedWeights(const MoeArgs &a, const void *gate, const void *up,
+                    int64_t I, int64_t K) {
+  if (a.ops)
+    return a.ops->stacked(gate, up, I, K);
+  const size_t elem = a.f16 ? 2 : 4;
+  return static_cast<const char *>(gate) + size_t(I) * K * elem ==
+         static_cast<const char *>(up);
 }
 
 inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
@@ -84,31 +96,28 @@ inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 // The SwiGLU of `n` dense rows `x` [n][K] into `out` [n][K], through
 // `hidden` ([n][2I]). Gate and up run as one matmul when up follows gate in
 // memory; the activation is then compacted in place to [n][I].
-void swiglu(const float *x, int64_t n, int64_t K, const void *gate,
-            const void *up, const void *down, int64_t I, bool f16,
+void swiglu(const MoeArgs &a, const float *x, int64_t n, int64_t K,
+            const void *gate, const void *up, const void *down, int64_t I,
             float *hidden, float *out, fm::rt::ThreadPool *pool) {
-  const size_t elem = f16 ? 2 : 4;
-  const bool stacked = static_cast<const char *>(gate) + size_t(I) * K * elem ==
-                       static_cast<const char *>(up);
-  if (stacked) {
-    linear(x, n, K, gate, 2 * I, hidden, f16, pool);
+  if (stackedWeights(a, gate, up, I, K)) {
+    linear(a, x, n, K, gate, 2 * I, hidden, pool);
     // Row i of the activation goes to hidden + i*I, at or before where row
     // i of gate|up starts (i*2I): rows are compacted front to back.
     for (int64_t i = 0; i < n; ++i) {
       const float *g = hidden + i * 2 * I;
       const float *u = g + I;
-      float *a = hidden + i * I;
+      float *act = hidden + i * I;
       for (int64_t c = 0; c < I; ++c)
-        a[c] = silu(g[c]) * u[c];
+        act[c] = silu(g[c]) * u[c];
     }
   } else {
     float *g = hidden, *u = hidden + n * I;
-    linear(x, n, K, gate, I, g, f16, pool);
-    linear(x, n, K, up, I, u, f16, pool);
+    linear(a, x, n, K, gate, I, g, pool);
+    linear(a, x, n, K, up, I, u, pool);
     for (int64_t i = 0; i < n * I; ++i)
       g[i] = silu(g[i]) * u[i];
   }
-  linear(hidden, n, I, down, K, out, f16, pool);
+  linear(a, hidden, n, I, down, K, out, pool);
 }
 
 } // namespace
@@ -135,7 +144,7 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
 
   // Routing: softmax over the router logits in f32, then the top k (a
   // strictly larger probability displaces, so ties keep the lower index).
-  linear(x, M, K, a.router, E, L.probs, a.f16, pool);
+  linear(a, x, M, K, a.router, E, L.probs, pool);
   std::fill(L.stamp, L.stamp + E, -1);
   std::fill(L.count, L.count + E + 1, 0);
   for (int64_t r = 0; r < M; ++r) {
@@ -204,7 +213,7 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(rows + i * K, x + L.slotRow[first + i] * K,
                   K * sizeof(float));
-    swiglu(rows, n, K, a.gate[e], a.up[e], a.down[e], I, a.f16,
+    swiglu(a, rows, n, K, a.gate[e], a.up[e], a.down[e], I,
            L.hidden + first * 2 * I, rows, p);
   };
   const int threads = pool ? pool->numThreads() : 1;
@@ -243,8 +252,8 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
   const int64_t Is = s.sharedIntermediate;
   if (Is <= 0)
     return;
-  linear(x, M, K, a.sharedExpertGate, 1, L.sharedLogit, a.f16, pool);
-  swiglu(x, M, K, a.sharedGate, a.sharedUp, a.sharedDown, Is, a.f16, L.hidden,
+  linear(a, x, M, K, a.sharedExpertGate, 1, L.sharedLogit, pool);
+  swiglu(a, x, M, K, a.sharedGate, a.sharedUp, a.sharedDown, Is, L.hidden,
          L.rows, pool);
   for (int64_t r = 0; r < M; ++r) {
     const float g = 1.0f / (1.0f + std::exp(-L.sharedLogit[r]));

@@ -48,6 +48,20 @@ struct MoeArgs {
   /// y += sigmoid(x · sharedExpertGateᵀ) · shared(x).
   const void *sharedGate = nullptr, *sharedUp = nullptr;
   const void *sharedDown = nullptr, *sharedExpertGate = nullptr;
+  /// How to multiply by weights that are not plain f32/f16 arrays (the
+  /// runtime's packed low-bit weights, or a mix of kinds): when set, every
+  /// weight pointer above is an opaque handle passed to these, and `f16` is
+  /// ignored.
+  const struct MoeWeightOps *ops = nullptr;
+};
+
+struct MoeWeightOps {
+  /// y[M][N] = x[M][K] · wᵀ.
+  void (*matmul)(const void *w, const float *x, int64_t M, int64_t K,
+                 int64_t N, float *y, fm::rt::ThreadPool *pool);
+  /// Whether `up` continues `gate` ([I][K] each) in memory, so that one
+  /// matmul over `gate` with N = 2I covers both.
+  bool (*stacked)(const void *gate, const void *up, int64_t I, int64_t K);
 };
 
 /// Floats of scratch that moe() needs for `shape` (64-byte aligned start);

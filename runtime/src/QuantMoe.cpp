@@ -1,253 +1,64 @@
-// The Moe over weights of any kind: kernels/moe.cpp's routing, slotting and
-// combine, with each matmul going through linear() (qmatmul for packed
-// weights). Built into fm_kernels, beside ThreadPool.cpp, so that every
-// target that links the kernels (the fuzzer included) has it.
+// kernels::moe over the runtime's weight handles: packed low-bit, f16 or f32
+// experts (any mix), each matmul on the kernel of its weight's kind. The
+// routing, scheduling and combine are kernels::moe's own.
 #include "QuantMoe.h"
 
-#include "src/ThreadPool.h"
-
-#include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <cstring>
+#include <vector>
 
 namespace fm::rt {
 namespace {
 
-// Scratch regions start on 64-byte boundaries.
-constexpr size_t kAlignFloats = 16;
-
-size_t satAdd(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-size_t satMul(size_t a, size_t b) {
-  return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b;
-}
-size_t region(size_t floats) {
-  return floats > SIZE_MAX - kAlignFloats
-             ? SIZE_MAX
-             : (floats + kAlignFloats - 1) & ~(kAlignFloats - 1);
+void handleMatmul(const void *w, const float *x, int64_t M, int64_t K,
+                  int64_t N, float *y, ThreadPool *pool) {
+  linear(*static_cast<const WeightRef *>(w), x, M, K, N, y, false, pool);
 }
 
-// Where each part of the scratch lies, for one shape; the same walk sizes
-// the scratch (base null) and carves it.
-struct Layout {
-  float *xDense = nullptr;      // [M][K]: x rows made dense (when strided)
-  float *probs = nullptr;       // [M][E]: router logits, then probabilities
-  int64_t *stamp = nullptr;     // [E]: row that last chose e, then cursors
-  int64_t *count = nullptr;     // [E + 1]: rows per expert, then first slots
-  int64_t *active = nullptr;    // [E]: experts with rows, most rows first
-  int64_t *choice = nullptr;    // [M * k]: expert of choice j of row r
-  int64_t *rowSlot = nullptr;   // [M * k]: slot of choice j of row r
-  int64_t *slotRow = nullptr;   // [M * k]: row of slot s (slots by expert)
-  float *choiceW = nullptr;     // [M * k]: weight of choice j of row r
-  float *rows = nullptr;        // [M * k][K]: gathered x, then expert outputs
-  float *hidden = nullptr;      // [M * k][2I] (or [M][2Is]): gate|up, then act
-  float *sharedLogit = nullptr; // [M]
-  size_t floats = 0;
-
-  Layout(const kernels::MoeShape &s, float *base) {
-    const size_t M = size_t(s.rows), K = size_t(s.hidden), E = size_t(s.experts),
-                 k = size_t(s.topK), I = size_t(s.intermediate),
-                 Is = size_t(s.sharedIntermediate);
-    auto take = [&](size_t n) {
-      float *p = base ? base + floats : nullptr;
-      floats = satAdd(floats, region(n));
-      return p;
-    };
-    auto takeInts = [&](size_t n) {
-      return reinterpret_cast<int64_t *>(take(satMul(n, 2)));
-    };
-    xDense = take(satMul(M, K));
-    probs = take(satMul(M, E));
-    stamp = takeInts(E);
-    count = takeInts(satAdd(E, 1));
-    active = takeInts(E);
-    choice = takeInts(satMul(M, k));
-    rowSlot = takeInts(satMul(M, k));
-    slotRow = takeInts(satMul(M, k));
-    choiceW = take(satMul(M, k));
-    rows = take(std::max(satMul(satMul(M, k), K), satMul(M, K)));
-    hidden = take(std::max(satMul(satMul(M, k), satMul(2, I)),
-                           satMul(M, satMul(2, Is))));
-    sharedLogit = take(M);
-  }
-};
-
-inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
-
-// The SwiGLU of `n` dense rows `x` [n][K] into `out` [n][K], through
-// `hidden` ([n][2I]). Gate and up run as one matmul when up continues gate
-// in memory; the activation is then compacted in place to [n][I].
-void swiglu(const float *x, int64_t n, int64_t K, const WeightRef &gate,
-            const WeightRef &up, const WeightRef &down, int64_t I,
-            float *hidden, float *out, ThreadPool *pool) {
-  const bool stacked =
-      gate.sameLayout(up) &&
-      static_cast<const char *>(gate.data) + size_t(I) * gate.rowBytes(K) ==
-          static_cast<const char *>(up.data);
-  if (stacked) {
-    linear(gate, x, n, K, 2 * I, hidden, false, pool);
-    // Row i of the activation goes to hidden + i*I, at or before where row
-    // i of gate|up starts (i*2I): rows are compacted front to back.
-    for (int64_t i = 0; i < n; ++i) {
-      const float *g = hidden + i * 2 * I;
-      const float *u = g + I;
-      float *a = hidden + i * I;
-      for (int64_t c = 0; c < I; ++c)
-        a[c] = silu(g[c]) * u[c];
-    }
-  } else {
-    float *g = hidden, *u = hidden + n * I;
-    linear(gate, x, n, K, I, g, false, pool);
-    linear(up, x, n, K, I, u, false, pool);
-    for (int64_t i = 0; i < n * I; ++i)
-      g[i] = silu(g[i]) * u[i];
-  }
-  linear(down, hidden, n, I, K, out, false, pool);
+bool handleStacked(const void *gate, const void *up, int64_t I, int64_t K) {
+  const auto &g = *static_cast<const WeightRef *>(gate);
+  const auto &u = *static_cast<const WeightRef *>(up);
+  return g.sameLayout(u) &&
+         static_cast<const char *>(g.data) + size_t(I) * g.rowBytes(K) ==
+             static_cast<const char *>(u.data);
 }
+
+const kernels::MoeWeightOps kHandleOps{handleMatmul, handleStacked};
 
 } // namespace
 
 size_t quantMoeScratchFloats(const kernels::MoeShape &shape) {
-  return Layout(shape, nullptr).floats;
+  return kernels::moeScratchFloats(shape);
 }
 
 void quantMoe(const QuantMoeArgs &a, float *scratch, ThreadPool *pool) {
-  const kernels::MoeShape &s = a.shape;
-  const int64_t M = s.rows, K = s.hidden, E = s.experts, k = s.topK,
-                I = s.intermediate;
-  if (M <= 0 || K <= 0 || E <= 0 || k <= 0 || k > E)
-    return;
-  Layout L(s, scratch);
-
-  // Dense x for the matmuls.
-  const float *x = a.x;
-  if (M > 1 && a.xStride != K) {
-    for (int64_t r = 0; r < M; ++r)
-      std::memcpy(L.xDense + r * K, a.x + r * a.xStride, K * sizeof(float));
-    x = L.xDense;
-  }
-
-  // Routing, as kernels::moe: softmax over the router logits in f32, then
-  // the top k (a strictly larger probability displaces, so ties keep the
-  // lower index).
-  linear(a.router, x, M, K, E, L.probs, false, pool);
-  std::fill(L.stamp, L.stamp + E, -1);
-  std::fill(L.count, L.count + E + 1, 0);
-  for (int64_t r = 0; r < M; ++r) {
-    float *p = L.probs + r * E;
-    float mx = p[0];
-    for (int64_t e = 1; e < E; ++e)
-      mx = std::max(mx, p[e]);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; ++e)
-      sum += (p[e] = std::exp(p[e] - mx));
-    const float inv = 1.0f / sum;
-    for (int64_t e = 0; e < E; ++e)
-      p[e] *= inv;
-    float kept = 0.0f;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t best = -1;
-      for (int64_t e = 0; e < E; ++e)
-        if (L.stamp[e] != r && (best < 0 || p[e] > p[best]))
-          best = e;
-      L.stamp[best] = r;
-      L.choice[r * k + j] = best;
-      L.choiceW[r * k + j] = p[best];
-      kept += p[best];
-      ++L.count[best];
-    }
-    if (a.normTopk)
-      for (int64_t j = 0; j < k; ++j)
-        L.choiceW[r * k + j] /= kept;
-  }
-
-  // Slots: the (row, choice) pairs grouped by expert, rows ascending.
-  int64_t numActive = 0;
-  for (int64_t e = 0; e < E; ++e)
-    if (L.count[e] > 0)
-      L.active[numActive++] = e;
-  // Largest experts first, so that the dynamic schedule balances (a stable
-  // insertion sort that allocates nothing).
-  for (int64_t i = 1; i < numActive; ++i) {
-    const int64_t e = L.active[i];
-    int64_t j = i;
-    for (; j > 0 && L.count[L.active[j - 1]] < L.count[e]; --j)
-      L.active[j] = L.active[j - 1];
-    L.active[j] = e;
-  }
-  int64_t offset = 0;
+  // Per-expert handle tables, grown once per thread: no allocation per call
+  // once warm.
+  thread_local std::vector<const void *> handles;
+  const int64_t E = a.shape.experts;
+  if (handles.size() < size_t(3 * E))
+    handles.resize(size_t(3 * E));
   for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = L.count[e];
-    L.count[e] = offset;
-    L.stamp[e] = offset;
-    offset += n;
+    handles[e] = &a.gate[e];
+    handles[E + e] = &a.up[e];
+    handles[2 * E + e] = &a.down[e];
   }
-  L.count[E] = offset;
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t slot = L.stamp[L.choice[r * k + j]]++;
-      L.slotRow[slot] = r;
-      L.rowSlot[r * k + j] = slot;
-    }
-
-  // Each expert on its rows: gather, SwiGLU, output into its own slots.
-  auto runExpert = [&](int64_t e, ThreadPool *p) {
-    const int64_t first = L.count[e], n = L.count[e + 1] - first;
-    float *rows = L.rows + first * K;
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(rows + i * K, x + L.slotRow[first + i] * K,
-                  K * sizeof(float));
-    swiglu(rows, n, K, a.gate[e], a.up[e], a.down[e], I,
-           L.hidden + first * 2 * I, rows, p);
-  };
-  const int threads = pool ? pool->numThreads() : 1;
-  if (threads > 1 && numActive >= threads) {
-    // Each worker's qmatmul calls quantize activations into that worker's
-    // own (thread_local) scratch.
-    std::atomic<int64_t> next{0};
-    pool->parallelFor(threads, [&](int64_t, int64_t) {
-      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) <
-                      numActive;)
-        runExpert(L.active[i], nullptr);
-    });
-  } else {
-    for (int64_t i = 0; i < numActive; ++i)
-      runExpert(L.active[i], pool);
-  }
-
-  // y (+)= Σ_j w_j · out[slot_j], choices in rank order.
-  auto combine = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float *y = a.y + r * a.yStride;
-      if (!a.accumulate)
-        std::fill(y, y + K, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const float w = L.choiceW[r * k + j];
-        const float *o = L.rows + L.rowSlot[r * k + j] * K;
-        for (int64_t c = 0; c < K; ++c)
-          y[c] += w * o[c];
-      }
-    }
-  };
-  if (threads > 1 && M > 1 && M * K * k >= (1 << 15))
-    pool->parallelFor(M, combine);
-  else
-    combine(0, M);
-
-  // The shared expert, on every row, gated by sigmoid(x · gᵀ).
-  const int64_t Is = s.sharedIntermediate;
-  if (Is <= 0)
-    return;
-  linear(a.sharedExpertGate, x, M, K, 1, L.sharedLogit, false, pool);
-  swiglu(x, M, K, a.sharedGate, a.sharedUp, a.sharedDown, Is, L.hidden,
-         L.rows, pool);
-  for (int64_t r = 0; r < M; ++r) {
-    const float g = 1.0f / (1.0f + std::exp(-L.sharedLogit[r]));
-    float *y = a.y + r * a.yStride;
-    const float *o = L.rows + r * K;
-    for (int64_t c = 0; c < K; ++c)
-      y[c] += g * o[c];
-  }
+  kernels::MoeArgs m;
+  m.shape = a.shape;
+  m.x = a.x;
+  m.xStride = a.xStride;
+  m.y = a.y;
+  m.yStride = a.yStride;
+  m.accumulate = a.accumulate;
+  m.normTopk = a.normTopk;
+  m.router = &a.router;
+  m.gate = handles.data();
+  m.up = handles.data() + E;
+  m.down = handles.data() + 2 * E;
+  m.sharedGate = &a.sharedGate;
+  m.sharedUp = &a.sharedUp;
+  m.sharedDown = &a.sharedDown;
+  m.sharedExpertGate = &a.sharedExpertGate;
+  m.ops = &kHandleOps;
+  kernels::moe(m, scratch, pool);
 }
 
 } // namespace fm::rt
