@@ -1,8 +1,8 @@
 // Quantized matmul benchmarks: the decode matvec (GB/s of packed weight
 // bytes, scales included) hot (one matrix, cache-resident) and cold (copies
 // cycled through > LLC, as in a decode step that streams every layer from
-// DRAM), on 1 and 2 threads; the int8-activation kernels against the
-// f32-activation AVX-512 variant and f32 weights; and a prefill matmul
+// DRAM), on 1 and 2 threads; the activation modes side by side (int8x2,
+// the default; int8; f32 on AVX-512) and f32 weights; and a prefill matmul
 // (M = 128, GFLOP/s).
 //
 // Quants are random bytes with valid f16 scales: the kernels' speed does
@@ -27,7 +27,7 @@
 
 namespace {
 
-using fm::kernels::QMatmulVariant;
+using fm::kernels::QActivations;
 using fm::kernels::QuantFormat;
 using fm::kernels::QuantGrid;
 
@@ -71,7 +71,7 @@ void fillPacked(uint8_t *w, QuantFormat f, int64_t N, int64_t K,
 }
 
 // Args: M, N (out), K (in), bits (0 = f32 weights), group, threads, cold,
-// variant (0 = default int8 path, 1 = AVX-512 f32 activations).
+// act (0 = int8x2, 1 = int8, 2 = f32 activations).
 void BM_QMatmul(benchmark::State &state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const int bits = static_cast<int>(state.range(3));
@@ -79,12 +79,7 @@ void BM_QMatmul(benchmark::State &state) {
                       QuantGrid::Balanced};
   const int threads = static_cast<int>(state.range(5));
   const bool cold = state.range(6) != 0;
-  const QMatmulVariant variant =
-      state.range(7) ? QMatmulVariant::Avx512F32 : QMatmulVariant::Default;
-  if (!fm::kernels::qmatmulVariantAvailable(variant)) {
-    state.SkipWithError("variant not available on this CPU");
-    return;
-  }
+  const QActivations act = static_cast<QActivations>(state.range(7));
   const int64_t weightBytes =
       bits ? N * static_cast<int64_t>(packedRowBytes(f, K)) : N * K * 4;
   const int64_t copies =
@@ -116,8 +111,8 @@ void BM_QMatmul(benchmark::State &state) {
                              reinterpret_cast<const float *>(wp), N, y.data(),
                              false, pool);
     else
-      fm::kernels::qmatmulVariant(variant, x.data(), M, K, wp, f, N, y.data(),
-                                  false, pool);
+      fm::kernels::qmatmul(x.data(), M, K, wp, f, N, y.data(), false, pool,
+                           act);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -129,16 +124,14 @@ void BM_QMatmul(benchmark::State &state) {
       iterations * 2.0 * M * N * K / 1e9, benchmark::Counter::kIsRate);
   std::string label =
       bits ? "w" + std::to_string(bits) + "g" + std::to_string(f.group) +
-                 (variant == QMatmulVariant::Default
-                      ? std::string(" ") + fm::kernels::qmatmulPathName() +
-                            "-int8"
-                      : std::string(" avx512-f32act"))
+                 " " + fm::kernels::qmatmulPathName() + "-" +
+                 fm::kernels::qActivationsName(act)
            : std::string("f32 ") + fm::kernels::matmulPathName();
   state.SetLabel(label + (cold ? " cold" : " hot"));
 }
 
 void matvecShapes(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "f32act"});
+  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act"});
   for (int threads : {1, 2}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{2048, 2048},
                         {2048, 6656},
@@ -146,23 +139,28 @@ void matvecShapes(benchmark::internal::Benchmark *b) {
       for (int bits : {2, 4, 8})
         for (int group : {32, 64})
           b->Args({1, N, K, bits, group, threads, 1, 0});
+      // The one-digit int8 baseline beside the default.
+      for (int bits : {2, 4})
+        b->Args({1, N, K, bits, 32, threads, 1, 1});
       b->Args({1, N, K, 0, 0, threads, 1, 0}); // f32 weights
     }
-    // Hot (cache-resident) 2048x2048, and the f32-activation variant.
+    // Hot (cache-resident) 2048x2048 in every activation mode, and cold
+    // f32 activations.
     for (int bits : {2, 4}) {
-      b->Args({1, 2048, 2048, bits, 64, threads, 0, 0});
-      b->Args({1, 2048, 2048, bits, 64, threads, 0, 1});
-      b->Args({1, 2048, 2048, bits, 64, threads, 1, 1});
+      for (int act : {0, 1, 2})
+        b->Args({1, 2048, 2048, bits, 64, threads, 0, act});
+      b->Args({1, 2048, 2048, bits, 64, threads, 1, 2});
     }
   }
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 void prefillShapes(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "f32act"});
+  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act"});
   for (int threads : {1, 2}) {
     for (int bits : {2, 4, 8})
-      b->Args({128, 2048, 2048, bits, 64, threads, 0, 0});
+      for (int act : {0, 1})
+        b->Args({128, 2048, 2048, bits, 64, threads, 0, act});
     b->Args({128, 6656, 2048, 2, 64, threads, 0, 0});
     b->Args({128, 2048, 6656, 2, 64, threads, 0, 0});
     b->Args({128, 2048, 2048, 0, 0, threads, 0, 0}); // f32 weights

@@ -8,17 +8,25 @@ vocab 153600, QAT-grid weights; bench/roofline/make_afm7_qat.py) compiled as
   w2:  --quant w2 --group 32 --embed-bits 4 --kv-bits 8
   w4:  --quant w4 --group 32 --embed-bits 4 --kv-bits 8
   f16: --quant f16
-at 1 and 2 threads. For each it prints the weight bytes read per decode
-token (the whole data section: the tied LM head reads the full table), the
-tokens/s, the achieved GB/s and the fraction of the measured bandwidth.
-Prints numbers, asserts none.
+at 1 and 2 threads, the quantized ones with each activation mode
+(fm-run --activations: int8x2, the default, and the one-digit int8
+baseline). For each it prints the weight bytes read per decode token (the
+whole data section: the tied LM head reads the full table), the tokens/s,
+the achieved GB/s and the fraction of the measured bandwidth. Each
+configuration runs --repeats times, interleaved with the others, and the
+median is quoted (with the min-max range): the machines this runs on are
+shared and drift. The bandwidth is probed at the start of every round, and
+each run's fraction is taken against its own round's probe (the median
+fraction is quoted). Prints numbers, asserts none.
 
 Usage: decode_roofline.py [--build build] [--work /tmp/fm_roofline]
-                          [--variants w2,w4,f16] [--layers 56]
+                          [--variants w2,w4,f16] [--activations int8x2,int8]
+                          [--repeats 3] [--layers 56]
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -43,16 +51,21 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--work", default="/tmp/fm_roofline")
     ap.add_argument("--variants", default="w2,w4,f16")
+    ap.add_argument("--activations", default="int8x2,int8",
+                    help="fm-run --activations modes for the quantized variants")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--layers", type=int, default=56)
     ap.add_argument("--new-tokens", type=int, default=32)
     args = ap.parse_args()
     bin_ = os.path.join(args.build, "bin")
     os.makedirs(args.work, exist_ok=True)
 
-    bw = {}
-    for line in run([os.path.join(bin_, "fm-stream-read"), "2048", "2", "7"]).splitlines():
-        r = json.loads(line)
-        bw[r["threads"]] = r["read_gb_per_s"]
+    def probe():
+        out = {}
+        for line in run([os.path.join(bin_, "fm-stream-read"), "2048", "2", "7"]).splitlines():
+            r = json.loads(line)
+            out[r["threads"]] = r["read_gb_per_s"]
+        return out
 
     ckpt = os.path.join(args.work, "afm7_qat_%d" % args.layers)
     if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
@@ -61,36 +74,60 @@ def main():
              "--layers", str(args.layers), "--reuse", str(reuse)])
 
     prompt = ",".join(str(1 + (i * 7919) % 150000) for i in range(128))
-    rows = []
+    configs = []  # (variant, activations or None, threads, fmb, info)
     for v in args.variants.split(","):
         fmb = os.path.join(args.work, "afm7_%s.fmb" % v)
         if not os.path.exists(fmb):
             run([os.path.join(bin_, "fmc"), "compile", ckpt, "-o", fmb, "--max-prefill", "128",
                  "--context", "1024"] + VARIANTS[v])
         info = json.loads(run([os.path.join(bin_, "fmc"), "inspect", fmb, "--json"]))
-        per_token = info["weight_bytes"]
         # Warm the page cache: weights are used in place from the mmap, and
         # a cold file would measure the disk, not memory.
         with open(fmb, "rb") as f:
             while f.read(1 << 24):
                 pass
-        for t in (1, 2):
-            out = run([os.path.join(bin_, "fm-run"), fmb, "--tokens", prompt, "--max-new-tokens",
-                       str(args.new_tokens), "--threads", str(t), "--stats"])
-            st = json.loads(out.strip().splitlines()[-1])
-            gbs = per_token * st["decode_tokens_per_s"] / 1e9
-            rows.append((v, t, info.get("bits_per_weight", 0.0), per_token,
-                         st["decode_tokens_per_s"], gbs, gbs / bw[t],
-                         st["prefill_tokens_per_s"]))
+        acts = args.activations.split(",") if v != "f16" else [None]
+        for a in acts:
+            for t in (1, 2):
+                configs.append((v, a, t, fmb, info))
 
-    print("decode roofline: afm7-shaped, %d layers, hidden 2048, vocab 153600" % args.layers)
-    print("measured read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (2 threads)" % (bw[1], bw[2]))
-    print("%-5s %7s %10s %14s %12s %12s %9s %16s" % ("quant", "threads", "bits/w", "bytes/token",
-                                                      "decode tok/s", "achieved", "of peak",
-                                                      "prefill tok/s"))
-    for v, t, bpw, b, tps, gbs, frac, pps in rows:
-        print("%-5s %7d %10.3f %11.1f MB %12.2f %9.1f GB/s %8.0f%% %16.1f"
-              % (v, t, bpw, b / 1e6, tps, gbs, 100 * frac, pps))
+    decode = {i: [] for i in range(len(configs))}
+    prefill = {i: [] for i in range(len(configs))}
+    fraction = {i: [] for i in range(len(configs))}
+    probes = []
+    for _ in range(args.repeats):
+        bw = probe()
+        probes.append(bw)
+        for i, (v, a, t, fmb, info) in enumerate(configs):
+            cmd = [os.path.join(bin_, "fm-run"), fmb, "--tokens", prompt, "--max-new-tokens",
+                   str(args.new_tokens), "--threads", str(t), "--stats"]
+            if a:
+                cmd += ["--activations", a]
+            st = json.loads(run(cmd).strip().splitlines()[-1])
+            decode[i].append(st["decode_tokens_per_s"])
+            prefill[i].append(st["prefill_tokens_per_s"])
+            fraction[i].append(info["weight_bytes"] * st["decode_tokens_per_s"] / 1e9 / bw[t])
+
+    rows = []
+    for i, (v, a, t, fmb, info) in enumerate(configs):
+        per_token = info["weight_bytes"]
+        tps = statistics.median(decode[i])
+        gbs = per_token * tps / 1e9
+        rows.append((v, a or "-", t, info.get("bits_per_weight", 0.0), per_token, tps,
+                     min(decode[i]), max(decode[i]), gbs, statistics.median(fraction[i]),
+                     statistics.median(prefill[i])))
+
+    print("decode roofline: afm7-shaped, %d layers, hidden 2048, vocab 153600; "
+          "median of %d runs" % (args.layers, args.repeats))
+    print("measured read bandwidth, per round: 1 thread %s GB/s; 2 threads %s GB/s"
+          % (" ".join("%.1f" % b[1] for b in probes), " ".join("%.1f" % b[2] for b in probes)))
+    print("%-5s %-7s %7s %7s %12s %22s %10s %8s %14s"
+          % ("quant", "act", "threads", "bits/w", "bytes/token", "decode tok/s (min-max)",
+             "achieved", "of peak", "prefill tok/s"))
+    for v, a, t, bpw, b, tps, lo, hi, gbs, frac, pps in rows:
+        print("%-5s %-7s %7d %7s %9.1f MB %8.2f (%5.2f-%5.2f) %5.1f GB/s %7.0f%% %14.1f"
+              % (v, a, t, "%.3f" % bpw if bpw else "-", b / 1e6, tps, lo, hi, gbs, 100 * frac,
+                 pps))
     return 0
 
 

@@ -35,22 +35,27 @@ bool cpuHasAvx512Vnni() {
 }
 #endif
 
-const QMatmulIsa &isaTable(KernelIsa path) {
+const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   assert(kernelIsaAvailable(path) && "qmatmul path not available");
   // Never run instructions this CPU lacks, even when asserts are off.
   if (!kernelIsaAvailable(path))
     return qdetail::kQMatmulGeneric;
+  const int digits = act == QActivations::Int8 ? 1 : 0;
   switch (path) {
 #if defined(FM_KERNELS_X86)
   case KernelIsa::Avx2:
-    return qdetail::kQMatmulAvx2;
+    return act == QActivations::F32 ? qdetail::kQMatmulGeneric
+                                    : qdetail::kQMatmulAvx2[digits];
   case KernelIsa::Avx512:
-    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni
-                              : qdetail::kQMatmulAvx2;
+    if (act == QActivations::F32)
+      return qdetail::kQMatmulAvx512F32;
+    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni[digits]
+                              : qdetail::kQMatmulAvx2[digits];
 #endif
 #if defined(FM_KERNELS_NEON)
   case KernelIsa::Neon:
-    return qdetail::kQMatmulNeon;
+    return act == QActivations::F32 ? qdetail::kQMatmulGeneric
+                                    : qdetail::kQMatmulNeon[digits];
 #endif
   default:
     return qdetail::kQMatmulGeneric;
@@ -99,9 +104,7 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
   const bool parallel =
       pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
   if (isa.prepare) {
-    const int64_t rowBytes = isa.preparedRowBytes
-                                 ? isa.preparedRowBytes(f, K)
-                                 : qdetail::actLayout(f, K).rowBytes;
+    const int64_t rowBytes = isa.preparedRowBytes(f, K);
     uint8_t *act = tScratch.get(static_cast<size_t>(M * rowBytes));
     auto prepare = [&](int64_t begin, int64_t end) {
       for (int64_t m = begin; m < end; ++m)
@@ -147,46 +150,30 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
 
 } // namespace
 
+const char *qActivationsName(QActivations a) {
+  switch (a) {
+  case QActivations::Int8x2:
+    return "int8x2";
+  case QActivations::Int8:
+    return "int8";
+  case QActivations::F32:
+    return "f32";
+  }
+  return "?";
+}
+
 const char *qmatmulPathName() { return kernelIsaName(kernelIsaBest()); }
 
-void qmatmulOn(KernelIsa path, const float *x, int64_t M, int64_t K,
-               const uint8_t *w, QuantFormat f, int64_t N, float *y,
+void qmatmulOn(KernelIsa path, QActivations act, const float *x, int64_t M,
+               int64_t K, const uint8_t *w, QuantFormat f, int64_t N, float *y,
                bool accumulate, fm::rt::ThreadPool *pool) {
-  run(isaTable(path), x, M, K, w, f, N, y, accumulate, pool);
+  run(isaTable(path, act), x, M, K, w, f, N, y, accumulate, pool);
 }
 
 void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
              QuantFormat f, int64_t N, float *y, bool accumulate,
-             fm::rt::ThreadPool *pool) {
-  qmatmulOn(kernelIsaBest(), x, M, K, w, f, N, y, accumulate, pool);
-}
-
-bool qmatmulVariantAvailable(QMatmulVariant variant) {
-  switch (variant) {
-  case QMatmulVariant::Default:
-    return true;
-  case QMatmulVariant::Avx512F32:
-#if defined(FM_KERNELS_X86)
-    return kernelIsaAvailable(KernelIsa::Avx512);
-#else
-    return false;
-#endif
-  }
-  return false;
-}
-
-void qmatmulVariant(QMatmulVariant variant, const float *x, int64_t M,
-                    int64_t K, const uint8_t *w, QuantFormat f, int64_t N,
-                    float *y, bool accumulate, fm::rt::ThreadPool *pool) {
-  assert(qmatmulVariantAvailable(variant) && "qmatmul variant not available");
-#if defined(FM_KERNELS_X86)
-  if (variant == QMatmulVariant::Avx512F32 &&
-      qmatmulVariantAvailable(variant)) {
-    run(qdetail::kQMatmulAvx512F32, x, M, K, w, f, N, y, accumulate, pool);
-    return;
-  }
-#endif
-  qmatmul(x, M, K, w, f, N, y, accumulate, pool);
+             fm::rt::ThreadPool *pool, QActivations act) {
+  qmatmulOn(kernelIsaBest(), act, x, M, K, w, f, N, y, accumulate, pool);
 }
 
 } // namespace fm::kernels

@@ -14,27 +14,43 @@ class ThreadPool;
 
 namespace fm::kernels {
 
+/// How the SIMD paths take the activations x (the weights are exact
+/// either way; the generic path always keeps f32 x and is the reference).
+enum class QActivations : uint8_t {
+  /// x quantized once per call, per block of min(group, 64) inputs, to two
+  /// int8 digits: x ~= (a / 256) * (256 * q0 + q1) with a = max|x| / 127,
+  /// so |error| <= a / 512 (~16-bit x). Two integer dots (vpdpbusd, sdot,
+  /// vpmaddubsw) per unpacked weight vector. The default: at 2 bits the
+  /// matvec stays memory-bound (bench/kernels: within a few % of Int8), and
+  /// logits match f32 x to ~1e-4.
+  Int8x2,
+  /// One int8 digit per input (like ggml's Q8): |error| <= a / 2, ~0.6% rms
+  /// of y for normal x (~1.5% with 30x outlier channels); one dot per
+  /// weight vector. Faster only where the kernel is compute-bound.
+  Int8,
+  /// f32 x: the AVX-512 kernel that decodes weights to f32 where the CPU
+  /// has AVX-512, else the generic path; no activation rounding, 3-4x
+  /// slower than the integer paths.
+  F32,
+};
+
+/// The name of `a`: "int8x2", "int8" or "f32".
+const char *qActivationsName(QActivations a);
+
 /// y[M][N] (+)= x[M][K] · dequant(w)ᵀ, where w holds N packed rows of K
 /// inputs (packedRowBytes(f, K) bytes each, an nn.Linear weight, out × in).
 /// With `accumulate` the products are added to y, otherwise y is
 /// overwritten. y must not overlap x or w. K must be a multiple of f.group.
 /// M == 1 is the bandwidth-bound decode matvec (split across threads by
-/// output rows); M > 1 the prefill matmul. `pool` may be null.
+/// output rows); M > 1 the prefill matmul. `pool` may be null. `act`
+/// chooses how x enters the integer dot products (QActivations).
 ///
-/// The SIMD paths quantize x to int8 once per call, per block of
-/// min(group, 64) inputs with an f32 scale (like ggml's Q8), and take
-/// integer dot products (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw, NEON
-/// sdot/smull): |error| <= sum_k |w_k| * scale_k / 2 against exact f32
-/// activations; for normal x that is ~0.6% rms of y (~1.5% with 30x outlier
-/// channels), against 34% / 9% rms weight error at 2 / 4 bits. The generic
-/// path keeps f32 activations and is the reference.
-///
-/// Scratch: the quantized activations go to a buffer owned by the calling
+/// Scratch: the prepared activations go to a buffer owned by the calling
 /// thread (thread_local), grown to the largest M * K seen and then reused:
 /// no allocation per call once warm. Pool workers only read it.
 void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
              QuantFormat f, int64_t N, float *y, bool accumulate,
-             fm::rt::ThreadPool *pool);
+             fm::rt::ThreadPool *pool, QActivations act = QActivations::Int8x2);
 
 /// The name of the path qmatmul uses, e.g. "avx512".
 const char *qmatmulPathName();
@@ -42,26 +58,10 @@ const char *qmatmulPathName();
 /// qmatmul on an explicit path, which must be available
 /// (kernelIsaAvailable); for tests and benchmarks. Avx512 takes vpdpbusd
 /// where the CPU has AVX512-VNNI and otherwise runs the AVX2 kernels.
-void qmatmulOn(KernelIsa path, const float *x, int64_t M, int64_t K,
-               const uint8_t *w, QuantFormat f, int64_t N, float *y,
+/// QActivations::F32 runs the AVX-512 f32 kernel on the Avx512 path and
+/// the generic one on the others.
+void qmatmulOn(KernelIsa path, QActivations act, const float *x, int64_t M,
+               int64_t K, const uint8_t *w, QuantFormat f, int64_t N, float *y,
                bool accumulate, fm::rt::ThreadPool *pool);
-
-/// Kernel variants beyond the per-ISA default, for tests and benchmarks.
-enum class QMatmulVariant {
-  /// What qmatmulOn picks for the path.
-  Default,
-  /// AVX-512 decode of the weights to f32 against f32 activations: no
-  /// activation rounding, 3-4x slower than vpdpbusd (kept as the measured
-  /// alternative; see qmatmul_bench).
-  Avx512F32,
-};
-
-/// Whether `variant` runs on this CPU.
-bool qmatmulVariantAvailable(QMatmulVariant variant);
-
-/// qmatmul with `variant` (which must be available).
-void qmatmulVariant(QMatmulVariant variant, const float *x, int64_t M,
-                    int64_t K, const uint8_t *w, QuantFormat f, int64_t N,
-                    float *y, bool accumulate, fm::rt::ThreadPool *pool);
 
 } // namespace fm::kernels

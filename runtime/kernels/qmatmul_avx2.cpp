@@ -41,7 +41,9 @@ struct V {
   static I loadX(const int8_t *x) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x));
   }
-  template <int Bits> static I dot(const Q *planes, const int8_t *x) {
+  static I izero() { return _mm256_setzero_si256(); }
+  static I shl8(I v) { return _mm256_slli_epi32(v, 8); }
+  template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
     I pairs;
     if constexpr (Bits == 8) {
       I xv = loadX(x);
@@ -58,7 +60,8 @@ struct V {
             _mm256_add_epi16(_mm256_maddubs_epi16(planes[2], loadX(x + 128)),
                              _mm256_maddubs_epi16(planes[3], loadX(x + 192))));
     }
-    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
   static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static F load(const float *p) { return _mm256_loadu_ps(p); }
@@ -132,7 +135,7 @@ struct V {
 } // namespace
 } // namespace avx2
 
-const QMatmulIsa kQMatmulAvx2 = {&prepareRow<avx2::V::kOffset8>,
-                                 &range<avx2::V>, nullptr};
+const QMatmulIsa kQMatmulAvx2[2] = {IsaPair<avx2::V>::kTables[0],
+                                    IsaPair<avx2::V>::kTables[1]};
 
 } // namespace fm::kernels::qdetail

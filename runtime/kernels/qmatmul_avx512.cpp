@@ -1,6 +1,6 @@
 // AVX-512 VNNI qmatmul (built with -mavx512f -mavx512bw -mavx512vl
-// -mavx512vnni): int8 activations, 64 quant bytes per step, one vpdpbusd
-// (u8 quants x s8 activations) per plane.
+// -mavx512vnni): int8 activations (one or two digits), 64 quant bytes per
+// step, one vpdpbusd (u8 quants x s8 activations) per plane and digit.
 #include "kernels/qmatmul_impl.h"
 
 #include <immintrin.h>
@@ -31,9 +31,10 @@ struct V {
         return _mm512_and_si512(_mm512_srli_epi16(w, Bits * J), mask);
     }
   }
-  template <int Bits> static I dot(const Q *planes, const int8_t *x) {
-    I acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), planes[0],
-                                _mm512_loadu_si512(x));
+  static I izero() { return _mm512_setzero_si512(); }
+  static I shl8(I v) { return _mm512_slli_epi32(v, 8); }
+  template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
+    acc = _mm512_dpbusd_epi32(acc, planes[0], _mm512_loadu_si512(x));
     if constexpr (Bits <= 4)
       acc = _mm512_dpbusd_epi32(acc, planes[1], _mm512_loadu_si512(x + 64));
     if constexpr (Bits == 2) {
@@ -86,7 +87,7 @@ struct V {
 } // namespace
 } // namespace avx512vnni
 
-const QMatmulIsa kQMatmulAvx512Vnni = {&prepareRow<avx512vnni::V::kOffset8>,
-                                       &range<avx512vnni::V>, nullptr};
+const QMatmulIsa kQMatmulAvx512Vnni[2] = {
+    IsaPair<avx512vnni::V>::kTables[0], IsaPair<avx512vnni::V>::kTables[1]};
 
 } // namespace fm::kernels::qdetail

@@ -8,8 +8,9 @@
 //   kOffset8            o subtracted from 8-bit quants (0: u8 x s8 dots)
 //   loadW(p), loadWPartial(p, n)           kBytes of quants (zero-filled)
 //   plane<Bits, J>(w)   plane J of the quants (minus o when Bits == 8)
-//   dot<Bits>(planes, x) int32 lane i = sum over planes j and bytes 4i..4i+3
-//                        of plane[j] * x[64 * j + byte]
+//   dot<Bits>(acc, planes, x) acc + (int32 lane i = sum over planes j and
+//                        bytes 4i..4i+3 of plane[j] * x[64 * j + byte])
+//   izero, shl8(i) = i * 256 (int32 lanes)
 //   cvt, load, zero, fma(a, b, c) = a*b+c, fmsub(a, b, c) = a*b-c, hsum
 //   Spread, spread(lanesPerGroup), scales(p, count, spread): `count` f16
 //     scales at p, scale g repeated over lanesPerGroup lanes (count > 0)
@@ -35,16 +36,16 @@ namespace fm::kernels::qdetail {
 // Activation preparation (layout in qmatmul_isa.h).
 // ---------------------------------------------------------------------------
 
-// One row for a fixed (bits, unit): constant trip counts, so that the
-// compiler vectorizes and unrolls the per-unit loops (~0.4 ns per input
+// One row for a fixed (digits, bits, unit): constant trip counts, so that
+// the compiler vectorizes and unrolls the per-unit loops (~0.4 ns per input
 // on AVX-512: ~1 us for K = 2048, against ~40 us for the 2-bit matvec).
-template <int Offset8, int Bits, int U>
+template <int Offset8, int D, int Bits, int U>
 void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
   constexpr int P = 8 / Bits;
   constexpr int kUnitBytes = U * Bits / 8;
   constexpr int kUnitsPerSb = 64 / kUnitBytes;
   constexpr int kLanesPerUnit = kUnitBytes / 4;
-  const ActLayout l = actLayout(f, K);
+  const ActLayout l = actLayout(f, K, D);
   const float o = Bits == 8 ? static_cast<float>(Offset8) : 0.0f;
   const float cgrid =
       f.grid == QuantGrid::Balanced ? balancedCenter(Bits) : 0.0f;
@@ -68,32 +69,46 @@ void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
     }
     float amax;
     std::memcpy(&amax, &amaxBits, 4);
-    const float dx = amax / 127.0f;
+    // Int8x2: the lane scale carries the second digit's 1/256.
+    const float dx = amax / (D == 2 ? 127.0f * 256.0f : 127.0f);
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
     // Clamped before the conversion: NaN or inf in x stay defined here
     // (and reach y through dx).
-    int8_t q[U];
-    for (int k = 0; k < U; ++k)
-      q[k] = static_cast<int8_t>(static_cast<int>(
-          std::nearbyint(std::fmin(std::fmax(xu[k] * inv, -127.0f), 127.0f))));
+    int8_t q[D][U];
+    int32_t v[U]; // the input's integer value, x ~= dx * v
+    for (int k = 0; k < U; ++k) {
+      const float t = std::fmin(std::fmax(xu[k] * inv, -127.0f), 127.0f);
+      const float hi = std::nearbyint(t);
+      q[0][k] = static_cast<int8_t>(static_cast<int>(hi));
+      if constexpr (D == 2) {
+        // |t - hi| <= 1/2; +-128 is clamped (AVX2 negates these bytes).
+        const float lo = std::nearbyint(
+            std::fmin(std::fmax((t - hi) * 256.0f, -127.0f), 127.0f));
+        q[1][k] = static_cast<int8_t>(static_cast<int>(lo));
+        v[k] = 256 * q[0][k] + q[1][k];
+      } else {
+        v[k] = q[0][k];
+      }
+    }
     const int64_t sb = u / kUnitsPerSb, uu = u % kUnitsPerSb;
     uint8_t *base = out + sb * l.superblockBytes;
     // Run j of the unit (inputs j*kUnitBytes..) sits in plane j at the
-    // unit's bytes.
-    for (int j = 0; j < P; ++j)
-      std::memcpy(base + 64 * j + uu * kUnitBytes, q + j * kUnitBytes,
-                  kUnitBytes);
+    // unit's bytes, digit after digit.
+    for (int d = 0; d < D; ++d)
+      for (int j = 0; j < P; ++j)
+        std::memcpy(base + 64 * (P * d + j) + uu * kUnitBytes,
+                    q[d] + j * kUnitBytes, kUnitBytes);
     float *dxLanes =
-        reinterpret_cast<float *>(base + 64 * P) + uu * kLanesPerUnit;
+        reinterpret_cast<float *>(base + 64 * P * D) + uu * kLanesPerUnit;
     float *corr = dxLanes + 16;
     // Lane l sums bytes 4l..4l+3 of every plane: planes first (vector
     // adds), then groups of 4.
     int32_t byPosition[kUnitBytes];
     for (int k = 0; k < kUnitBytes; ++k) {
-      int32_t v = 0;
+      int32_t sum = 0;
       for (int j = 0; j < P; ++j)
-        v += q[j * kUnitBytes + k];
-      byPosition[k] = v;
+        sum += v[j * kUnitBytes + k];
+      byPosition[k] = sum;
     }
     int total = 0;
     for (int lane = 0; lane < kLanesPerUnit; ++lane) {
@@ -108,20 +123,24 @@ void prepareRowFixed(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
   }
 }
 
-template <int Offset8>
+template <int Offset8, int D>
 void prepareRow(const float *x, int64_t K, QuantFormat f, uint8_t *out) {
   const bool u64 = quantUnitInputs(f) == 64;
   switch (f.bits) {
   case 2:
-    return u64 ? prepareRowFixed<Offset8, 2, 64>(x, K, f, out)
-               : prepareRowFixed<Offset8, 2, 32>(x, K, f, out);
+    return u64 ? prepareRowFixed<Offset8, D, 2, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, D, 2, 32>(x, K, f, out);
   case 4:
-    return u64 ? prepareRowFixed<Offset8, 4, 64>(x, K, f, out)
-               : prepareRowFixed<Offset8, 4, 32>(x, K, f, out);
+    return u64 ? prepareRowFixed<Offset8, D, 4, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, D, 4, 32>(x, K, f, out);
   default:
-    return u64 ? prepareRowFixed<Offset8, 8, 64>(x, K, f, out)
-               : prepareRowFixed<Offset8, 8, 32>(x, K, f, out);
+    return u64 ? prepareRowFixed<Offset8, D, 8, 64>(x, K, f, out)
+               : prepareRowFixed<Offset8, D, 8, 32>(x, K, f, out);
   }
+}
+
+template <int D> int64_t preparedRowBytes(QuantFormat f, int64_t K) {
+  return actLayout(f, K, D).rowBytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -150,6 +169,7 @@ template <class V> struct Ctx {
   int tailBytes;     // quants in the last, partial step
   int64_t groups;    // per row
   int lanesPerGroup; // int32 lanes (4 quant bytes) per weight group
+  int groupShift;    // log2(lanesPerGroup): a shift, not a division per step
   int scalesPerStep; // max(1, kLanes / lanesPerGroup)
   typename V::Spread spread;
   bool affine;
@@ -157,16 +177,19 @@ template <class V> struct Ctx {
   bool accumulate;
 };
 
-template <class V> Ctx<V> makeCtx(const Params &p) {
+template <class V, int D> Ctx<V> makeCtx(const Params &p) {
   Ctx<V> c;
-  const ActLayout l = actLayout(p.f, p.K);
+  const ActLayout l = actLayout(p.f, p.K, D);
   c.w = p.w;
   c.rowBytes = p.rowBytes;
   c.quantBytes = quantBytes(p.f, p.K);
   c.fullSteps = c.quantBytes / V::kBytes;
   c.tailBytes = static_cast<int>(c.quantBytes % V::kBytes);
   c.groups = quantGroups(p.f, p.K);
-  c.lanesPerGroup = p.f.group * p.f.bits / 32;
+  c.lanesPerGroup = p.f.group * p.f.bits / 32; // 2 .. 32, a power of 2
+  c.groupShift = 0;
+  while ((1 << c.groupShift) < c.lanesPerGroup)
+    ++c.groupShift;
   c.scalesPerStep = std::max(1, V::kLanes / c.lanesPerGroup);
   c.spread = V::spread(std::min(c.lanesPerGroup, V::kLanes));
   c.affine = p.f.grid == QuantGrid::Affine;
@@ -186,7 +209,7 @@ struct Prefetcher {
   bool toL2;
 };
 
-template <class V, int Bits, int NR, int MR, bool Tail>
+template <class V, int D, int Bits, int NR, int MR, bool Tail>
 FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
                           const uint8_t *x, typename V::F (&acc)[NR][MR]) {
   constexpr int P = 8 / Bits;
@@ -196,7 +219,7 @@ FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
   using F = typename V::F;
   const int64_t sb = st / kStepsPerSb, ch = st % kStepsPerSb;
   const uint8_t *xs = x + sb * c.sbBytes + ch * V::kBytes;
-  const int64_t firstGroup = st * V::kLanes / c.lanesPerGroup;
+  const int64_t firstGroup = (st * V::kLanes) >> c.groupShift;
   const int count = Tail ? static_cast<int>(std::min<int64_t>(
                                c.scalesPerStep, c.groups - firstGroup))
                          : c.scalesPerStep;
@@ -216,10 +239,13 @@ FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
     const F s = V::scales(row + c.quantBytes + 2 * firstGroup, count, c.spread);
     for (int m = 0; m < MR; ++m) {
       const uint8_t *xm = xs + m * c.actStride;
-      I d = V::template dot<Bits>(planes, reinterpret_cast<const int8_t *>(xm));
+      const int8_t *xq = reinterpret_cast<const int8_t *>(xm);
+      I d = V::template dot<Bits>(V::izero(), planes, xq);
+      if constexpr (D == 2)
+        d = V::template dot<Bits>(V::shl8(d), planes, xq + 64 * P);
       F t = V::fmsub(
-          V::cvt(d), V::load(reinterpret_cast<const float *>(xm + 64 * P)),
-          V::load(reinterpret_cast<const float *>(xm + 64 * P + 64)));
+          V::cvt(d), V::load(reinterpret_cast<const float *>(xm + 64 * P * D)),
+          V::load(reinterpret_cast<const float *>(xm + 64 * P * D + 64)));
       acc[n][m] = V::fma(t, s, acc[n][m]);
     }
   }
@@ -227,7 +253,7 @@ FM_Q_INLINE void tileStep(const Ctx<V> &c, int64_t st, const uint8_t *w,
 
 // y[m * ldy + n] (+)= for the NR rows of w at `w` and MR prepared x rows at
 // `x` (c.actStride apart).
-template <class V, int Bits, int NR, int MR>
+template <class V, int D, int Bits, int NR, int MR>
 void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
           int64_t ldy, Prefetcher *pf) {
   typename V::F acc[NR][MR];
@@ -245,14 +271,14 @@ void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
       else
         for (; pf->cursor < stop; pf->cursor += 64)
           V::prefetch(pf->cursor);
-      tileStep<V, Bits, NR, MR, false>(c, st, w, x, acc);
+      tileStep<V, D, Bits, NR, MR, false>(c, st, w, x, acc);
     }
   } else {
     for (int64_t st = 0; st < c.fullSteps; ++st)
-      tileStep<V, Bits, NR, MR, false>(c, st, w, x, acc);
+      tileStep<V, D, Bits, NR, MR, false>(c, st, w, x, acc);
   }
   if (c.tailBytes)
-    tileStep<V, Bits, NR, MR, true>(c, c.fullSteps, w, x, acc);
+    tileStep<V, D, Bits, NR, MR, true>(c, c.fullSteps, w, x, acc);
   for (int n = 0; n < NR; ++n) {
     const uint8_t *row = w + n * c.rowBytes;
     for (int m = 0; m < MR; ++m) {
@@ -269,21 +295,21 @@ void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
   }
 }
 
-template <class V, int Bits, int MR>
+template <class V, int D, int Bits, int MR>
 void prefillRows(const Ctx<V> &c, const uint8_t *x, float *y, int64_t ldy,
                  int64_t n0, int64_t n1) {
   int64_t n = n0;
   for (; n + kPrefillRowsN <= n1; n += kPrefillRowsN)
-    tile<V, Bits, kPrefillRowsN, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy,
-                                     nullptr);
+    tile<V, D, Bits, kPrefillRowsN, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy,
+                                        nullptr);
   for (; n < n1; ++n)
-    tile<V, Bits, 1, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy, nullptr);
+    tile<V, D, Bits, 1, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy, nullptr);
 }
 
-template <class V, int Bits>
+template <class V, int D, int Bits>
 void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
                int64_t n1) {
-  const Ctx<V> c = makeCtx<V>(p);
+  const Ctx<V> c = makeCtx<V, D>(p);
   const uint8_t *act = static_cast<const uint8_t *>(p.act);
   if (m1 - m0 == 1) {
     const uint8_t *x = act + m0 * p.actStride;
@@ -298,45 +324,52 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
                   (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes, toL2};
     int64_t n = n0;
     for (; n + kMatvecRows <= n1; n += kMatvecRows)
-      tile<V, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,
-                                    &pf);
+      tile<V, D, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,
+                                       &pf);
     for (; n < n1; ++n)
-      tile<V, Bits, 1, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy, nullptr);
+      tile<V, D, Bits, 1, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy, nullptr);
     return;
   }
   // x rows outer: a tile's MR prepared rows stay in L1 while the block's
   // weight rows stream from L2.
   int64_t m = m0;
   for (; m + kPrefillRowsM <= m1; m += kPrefillRowsM)
-    prefillRows<V, Bits, kPrefillRowsM>(c, act + m * p.actStride,
-                                        p.y + m * p.ldy, p.ldy, n0, n1);
+    prefillRows<V, D, Bits, kPrefillRowsM>(c, act + m * p.actStride,
+                                           p.y + m * p.ldy, p.ldy, n0, n1);
   const uint8_t *x = act + m * p.actStride;
   float *y = p.y + m * p.ldy;
   switch (m1 - m) {
   case 3:
-    prefillRows<V, Bits, 3>(c, x, y, p.ldy, n0, n1);
+    prefillRows<V, D, Bits, 3>(c, x, y, p.ldy, n0, n1);
     break;
   case 2:
-    prefillRows<V, Bits, 2>(c, x, y, p.ldy, n0, n1);
+    prefillRows<V, D, Bits, 2>(c, x, y, p.ldy, n0, n1);
     break;
   case 1:
-    prefillRows<V, Bits, 1>(c, x, y, p.ldy, n0, n1);
+    prefillRows<V, D, Bits, 1>(c, x, y, p.ldy, n0, n1);
     break;
   default:
     break;
   }
 }
 
-template <class V>
+template <class V, int D>
 void range(const Params &p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   switch (p.f.bits) {
   case 2:
-    return rangeBits<V, 2>(p, m0, m1, n0, n1);
+    return rangeBits<V, D, 2>(p, m0, m1, n0, n1);
   case 4:
-    return rangeBits<V, 4>(p, m0, m1, n0, n1);
+    return rangeBits<V, D, 4>(p, m0, m1, n0, n1);
   default:
-    return rangeBits<V, 8>(p, m0, m1, n0, n1);
+    return rangeBits<V, D, 8>(p, m0, m1, n0, n1);
   }
 }
+
+/// An ISA's pair of tables: [0] Int8x2 activations, [1] Int8.
+template <class V> struct IsaPair {
+  static constexpr QMatmulIsa kTables[2] = {
+      {&prepareRow<V::kOffset8, 2>, &range<V, 2>, &preparedRowBytes<2>},
+      {&prepareRow<V::kOffset8, 1>, &range<V, 1>, &preparedRowBytes<1>}};
+};
 
 } // namespace fm::kernels::qdetail

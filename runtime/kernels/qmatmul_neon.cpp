@@ -1,4 +1,5 @@
-// NEON qmatmul for AArch64: int8 activations, 16 quant bytes per step,
+// NEON qmatmul for AArch64: int8 activations (one or two digits), 16 quant
+// bytes per step,
 // sdot where the compiler targets the dot-product extension
 // (__ARM_FEATURE_DOTPROD, e.g. -march=armv8.2-a+dotprod; Apple M1 and
 // later), else smull/smlal into int16 and pairwise adds. Quants are used
@@ -36,10 +37,12 @@ struct V {
         return vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(u, Bits * J), mask));
     }
   }
-  template <int Bits> static I dot(const Q *planes, const int8_t *x) {
+  static I izero() { return vdupq_n_s32(0); }
+  static I shl8(I v) { return vshlq_n_s32(v, 8); }
+  template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
     constexpr int P = 8 / Bits;
 #if defined(__ARM_FEATURE_DOTPROD)
-    I acc = vdotq_s32(vdupq_n_s32(0), planes[0], vld1q_s8(x));
+    acc = vdotq_s32(acc, planes[0], vld1q_s8(x));
     for (int j = 1; j < P; ++j)
       acc = vdotq_s32(acc, planes[j], vld1q_s8(x + 64 * j));
     return acc;
@@ -54,7 +57,7 @@ struct V {
       hi = vmlal_high_s8(hi, planes[j], xv);
     }
     // Lane i = bytes 4i..4i+3, as sdot.
-    return vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi));
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
 #endif
   }
   static F cvt(I v) { return vcvtq_f32_s32(v); }
@@ -95,7 +98,7 @@ struct V {
 } // namespace
 } // namespace neon
 
-const QMatmulIsa kQMatmulNeon = {&prepareRow<neon::V::kOffset8>,
-                                 &range<neon::V>, nullptr};
+const QMatmulIsa kQMatmulNeon[2] = {IsaPair<neon::V>::kTables[0],
+                                    IsaPair<neon::V>::kTables[1]};
 
 } // namespace fm::kernels::qdetail

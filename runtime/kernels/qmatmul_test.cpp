@@ -1,7 +1,7 @@
 // Checks the generic qmatmul against a double-precision dequantize+matmul,
-// and every SIMD path this CPU runs against the generic one (within the
-// int8-activation rounding bound), on odd shapes, every format, with and
-// without accumulation, on 1-3 threads.
+// and every SIMD path and activation mode this CPU runs against the generic
+// one (within the activation rounding bound: int8 and int8x2 digits), on odd
+// shapes, every format, with and without accumulation, on 1-3 threads.
 #include "kernels/qmatmul.h"
 
 #include "kernels/quantize.h"
@@ -106,14 +106,10 @@ struct Problem {
   }
 
   std::vector<float> run(KernelIsa path, bool accumulate, int threads,
-                         QMatmulVariant variant = QMatmulVariant::Default) {
+                         QActivations act = QActivations::Int8x2) {
     std::vector<float> y = accumulate ? y0 : std::vector<float>(M * N, NAN);
-    if (variant == QMatmulVariant::Default)
-      qmatmulOn(path, x.data(), M, K, w.data(), f, N, y.data(), accumulate,
-                poolOf(threads));
-    else
-      qmatmulVariant(variant, x.data(), M, K, w.data(), f, N, y.data(),
-                     accumulate, poolOf(threads));
+    qmatmulOn(path, act, x.data(), M, K, w.data(), f, N, y.data(), accumulate,
+              poolOf(threads));
     return y;
   }
 };
@@ -141,28 +137,31 @@ TEST(QMatmul, GenericMatchesDoubleReference) {
         }
 }
 
-// Every path and variant this CPU runs, against the generic path: within
-// the int8 rounding bound of x (f32 paths: within f32 rounding), and the
-// same bits on 1, 2 and 3 threads.
+// Every path and activation mode this CPU runs, against the generic path:
+// within the rounding bound of x (int8: dx / 2 per input; int8x2: dx / 256,
+// the second digit's half step or its clamp at +-127; f32: f32 rounding),
+// and the same bits on 1, 2 and 3 threads.
 TEST(QMatmul, PathsMatchGeneric) {
   struct Run {
-    const char *name;
+    std::string name;
     KernelIsa path;
-    QMatmulVariant variant;
-    bool int8;
+    QActivations act;
+    double boundScale; // of Problem::int8Err
   };
   std::vector<Run> runs;
   for (KernelIsa path : {KernelIsa::Avx2, KernelIsa::Avx512, KernelIsa::Neon})
-    if (kernelIsaAvailable(path))
-      runs.push_back(
-          {kernelIsaName(path), path, QMatmulVariant::Default, true});
-  if (qmatmulVariantAvailable(QMatmulVariant::Avx512F32))
-    runs.push_back(
-        {"avx512-f32", KernelIsa::Generic, QMatmulVariant::Avx512F32, false});
+    if (kernelIsaAvailable(path)) {
+      runs.push_back({std::string(kernelIsaName(path)) + "-int8x2", path,
+                      QActivations::Int8x2, 2.0 / 256.0});
+      runs.push_back({std::string(kernelIsaName(path)) + "-int8", path,
+                      QActivations::Int8, 1.0});
+    }
+  if (kernelIsaAvailable(KernelIsa::Avx512))
+    runs.push_back({"avx512-f32", KernelIsa::Avx512, QActivations::F32, 0.0});
   if (runs.empty())
     GTEST_SKIP() << "no SIMD path on this CPU";
   for (const Run &r : runs)
-    std::printf("  checking %s\n", r.name);
+    std::printf("  checking %s\n", r.name.c_str());
   uint32_t seed = 1000;
   int checked = 0;
   for (QuantFormat f : allFormats())
@@ -174,16 +173,16 @@ TEST(QMatmul, PathsMatchGeneric) {
           for (bool acc : {false, true}) {
             std::vector<float> yg = p.run(KernelIsa::Generic, acc, 1);
             for (const Run &r : runs) {
-              std::vector<float> y1 = p.run(r.path, acc, 1, r.variant);
+              std::vector<float> y1 = p.run(r.path, acc, 1, r.act);
               for (int64_t i = 0; i < M * N; ++i) {
-                double tol = (r.int8 ? p.int8Err[i] * 1.001 : 0.0) +
+                double tol = r.boundScale * p.int8Err[i] * 1.001 +
                              2e-5 * (p.mag[i] + 1.0);
                 ASSERT_NEAR(y1[i], yg[i], tol)
                     << r.name << " " << name(f) << " M=" << M << " K=" << K
                     << " N=" << N << " acc=" << acc << " at " << i;
               }
               for (int threads : {2, 3}) {
-                std::vector<float> yt = p.run(r.path, acc, threads, r.variant);
+                std::vector<float> yt = p.run(r.path, acc, threads, r.act);
                 for (int64_t i = 0; i < M * N; ++i)
                   ASSERT_EQ(yt[i], y1[i])
                       << r.name << " " << name(f) << " M=" << M << " K=" << K
@@ -218,24 +217,29 @@ TEST(QMatmul, NonFiniteActivationsPropagate) {
                              KernelIsa::Avx512, KernelIsa::Neon}) {
         if (!kernelIsaAvailable(path))
           continue;
-        std::vector<float> y = p.run(path, false, 1);
-        for (int64_t n = 0; n < 9; ++n) {
-          EXPECT_FALSE(std::isfinite(y[n]))
-              << kernelIsaName(path) << " " << name(f) << " " << n;
-          EXPECT_TRUE(std::isfinite(y[9 + n]))
-              << kernelIsaName(path) << " " << name(f) << " " << n;
+        for (QActivations act :
+             {QActivations::Int8x2, QActivations::Int8, QActivations::F32}) {
+          std::vector<float> y = p.run(path, false, 1, act);
+          for (int64_t n = 0; n < 9; ++n) {
+            EXPECT_FALSE(std::isfinite(y[n]))
+                << kernelIsaName(path) << " " << qActivationsName(act) << " "
+                << name(f) << " " << n;
+            EXPECT_TRUE(std::isfinite(y[9 + n]))
+                << kernelIsaName(path) << " " << qActivationsName(act) << " "
+                << name(f) << " " << n;
+          }
         }
       }
     }
   }
 }
 
-// Decode-sized shapes: the int8 rounding of x against the generic path's
-// f32 x. Normal x: within 1e-2 of max|y| (the assertion). With three
-// outlier channels at 30x, the blocks holding them lose precision (the
-// known cost of per-block int8, printed; PathsMatchGeneric checks the
-// rigorous bound).
-TEST(QMatmul, Int8ActivationError) {
+// Decode-sized shapes: the rounding of x against the generic path's f32 x.
+// int8: within 1e-2 of max|y| for normal x; with three outlier channels at
+// 30x the blocks holding them lose precision (the known cost of per-block
+// int8): 5e-2. int8x2: 256x finer digits, 1e-4 and 5e-4.
+// (PathsMatchGeneric checks the rigorous bounds.)
+TEST(QMatmul, ActivationRoundingError) {
   const int64_t M = 4, K = 2048, N = 256;
   std::vector<KernelIsa> paths;
   for (KernelIsa path : {KernelIsa::Avx2, KernelIsa::Avx512, KernelIsa::Neon})
@@ -255,23 +259,28 @@ TEST(QMatmul, Int8ActivationError) {
           for (int64_t c : {5, 700, 1500})
             p.x[i * K + c] *= 30.0f;
       const std::vector<float> yg = p.run(KernelIsa::Generic, false, 1);
-      for (KernelIsa path : paths) {
-        const std::vector<float> y = p.run(path, false, 2);
-        double maxErr = 0.0, maxY = 0.0, sqErr = 0.0, sqY = 0.0;
-        for (int64_t i = 0; i < M * N; ++i) {
-          maxErr = std::max(maxErr, std::fabs(double(y[i]) - yg[i]));
-          maxY = std::max(maxY, std::fabs(double(yg[i])));
-          sqErr += (double(y[i]) - yg[i]) * (double(y[i]) - yg[i]);
-          sqY += double(yg[i]) * yg[i];
+      for (KernelIsa path : paths)
+        for (QActivations act : {QActivations::Int8x2, QActivations::Int8}) {
+          const std::vector<float> y = p.run(path, false, 2, act);
+          double maxErr = 0.0, maxY = 0.0, sqErr = 0.0, sqY = 0.0;
+          for (int64_t i = 0; i < M * N; ++i) {
+            maxErr = std::max(maxErr, std::fabs(double(y[i]) - yg[i]));
+            maxY = std::max(maxY, std::fabs(double(yg[i])));
+            sqErr += (double(y[i]) - yg[i]) * (double(y[i]) - yg[i]);
+            sqY += double(yg[i]) * yg[i];
+          }
+          std::printf("  %-6s %-6s %-7s %-8s max|err|/max|y| %.2e  rms err/rms "
+                      "y %.2e\n",
+                      kernelIsaName(path), qActivationsName(act),
+                      name(f).c_str(), outliers ? "outliers" : "normal",
+                      maxErr / maxY, std::sqrt(sqErr / sqY));
+          const double bound = act == QActivations::Int8
+                                   ? (outliers ? 5e-2 : 1e-2)
+                                   : (outliers ? 5e-4 : 1e-4);
+          EXPECT_LE(maxErr, bound * maxY)
+              << kernelIsaName(path) << " " << qActivationsName(act) << " "
+              << name(f) << " " << outliers;
         }
-        std::printf("  %-6s %-7s %-8s max|err|/max|y| %.2e  rms err/rms y "
-                    "%.2e\n",
-                    kernelIsaName(path), name(f).c_str(),
-                    outliers ? "outliers" : "normal", maxErr / maxY,
-                    std::sqrt(sqErr / sqY));
-        EXPECT_LE(maxErr, (outliers ? 5e-2 : 1e-2) * maxY)
-            << kernelIsaName(path) << " " << name(f) << " " << outliers;
-      }
     }
   }
 }

@@ -46,11 +46,11 @@ struct WeightRef {
   }
 };
 
-/// Packed weights against f32 activations (SessionOptions::exactActivations):
-/// no int8 rounding of x, 3-4x slower than the VNNI path. Process-wide.
-inline std::atomic<bool> &exactActivations() {
-  static std::atomic<bool> exact{false};
-  return exact;
+/// How packed weights take their activations (SessionOptions::
+/// activations, kernels::QActivations). Process-wide.
+inline std::atomic<kernels::QActivations> &quantActivations() {
+  static std::atomic<kernels::QActivations> act{kernels::QActivations::Int8x2};
+  return act;
 }
 
 /// y[M][N] (+)= x[M][K] · wᵀ (dense rows) on the kernel for w's kind.
@@ -66,19 +66,9 @@ inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
                         accumulate, pool);
     return;
   case WeightRef::Kind::Quant:
-    if (exactActivations().load(std::memory_order_relaxed)) {
-      if (kernels::qmatmulVariantAvailable(kernels::QMatmulVariant::Avx512F32))
-        kernels::qmatmulVariant(kernels::QMatmulVariant::Avx512F32, x, M, K,
-                                static_cast<const uint8_t *>(w.data), w.format,
-                                N, y, accumulate, pool);
-      else
-        kernels::qmatmulOn(kernels::KernelIsa::Generic, x, M, K,
-                           static_cast<const uint8_t *>(w.data), w.format, N,
-                           y, accumulate, pool);
-      return;
-    }
-    kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format,
-                     N, y, accumulate, pool);
+    kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format, N,
+                     y, accumulate, pool,
+                     quantActivations().load(std::memory_order_relaxed));
     return;
   }
 }

@@ -223,8 +223,17 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
     impl_->status = Status::error("fm::Session: no model");
     return;
   }
-  if (options.exactActivations)
-    rt::exactActivations().store(true);
+  switch (options.activations) {
+  case SessionOptions::Activations::Int8x2:
+    rt::quantActivations().store(kernels::QActivations::Int8x2);
+    break;
+  case SessionOptions::Activations::Int8:
+    rt::quantActivations().store(kernels::QActivations::Int8);
+    break;
+  case SessionOptions::Activations::F32:
+    rt::quantActivations().store(kernels::QActivations::F32);
+    break;
+  }
   const Model::Impl &m = impl_->model->impl();
   // Allocation and thread creation may throw; the API must not.
   try {

@@ -10,13 +10,14 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,8 +39,21 @@ struct Args {
   std::string logitsOut;
   int64_t prefillChunk = 0;
   bool verifyHash = false;
-  bool exactActivations = false;
+  fm::SessionOptions::Activations activations =
+      fm::SessionOptions::Activations::Int8x2;
 };
+
+const char *activationsName(fm::SessionOptions::Activations a) {
+  switch (a) {
+  case fm::SessionOptions::Activations::Int8x2:
+    return "int8x2";
+  case fm::SessionOptions::Activations::Int8:
+    return "int8";
+  case fm::SessionOptions::Activations::F32:
+    return "f32";
+  }
+  return "?";
+}
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "fm-run: error: %s\n", message.c_str());
@@ -62,7 +76,8 @@ bool parseTokens(const std::string &text, std::vector<int32_t> *out,
     long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN ||
         v > INT32_MAX) {
-      *error = "--tokens: '" + item + "' is not a token id (expected "
+      *error = "--tokens: '" + item +
+               "' is not a token id (expected "
                "comma-separated integers like 1,17,42)";
       return false;
     }
@@ -148,13 +163,13 @@ int run(const Args &args, fm::Communicator *comm) {
              " tokens do not fit in the context of " +
              std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
-    sessionOptions.exactActivations = args.exactActivations;
+    sessionOptions.activations = args.activations;
     sessionOptions.threads = args.threads;
     // By default the ranks on one machine share its cores.
     if (args.threads == 0 && ranks > 1)
-      sessionOptions.threads = std::max(
-          1, static_cast<int>(std::thread::hardware_concurrency()) /
-                 std::max(1, localRanks()));
+      sessionOptions.threads =
+          std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                          std::max(1, localRanks()));
     sessionOptions.communicator = comm;
     session = std::make_unique<fm::Session>(model, sessionOptions);
     if (!session->status())
@@ -183,9 +198,9 @@ int run(const Args &args, fm::Communicator *comm) {
   int64_t decodeTokens = 0;
 
   auto t0 = std::chrono::steady_clock::now();
-  auto prefill = session->prefill(tokens.data(),
-                                  static_cast<int64_t>(tokens.size()),
-                                  /*allLogits=*/args.score, args.prefillChunk);
+  auto prefill =
+      session->prefill(tokens.data(), static_cast<int64_t>(tokens.size()),
+                       /*allLogits=*/args.score, args.prefillChunk);
   if (!prefill)
     return abortAll(prefill.message());
   prefillMs = msSince(t0);
@@ -239,7 +254,8 @@ int run(const Args &args, fm::Communicator *comm) {
   if (!leader)
     return 0;
   if (!args.logitsOut.empty()) {
-    int64_t rows = vocab > 0 ? static_cast<int64_t>(logitRows.size()) / vocab : 0;
+    int64_t rows =
+        vocab > 0 ? static_cast<int64_t>(logitRows.size()) / vocab : 0;
     if (!fm::rt::writeNpyF32(args.logitsOut, logitRows.data(), {rows, vocab},
                              &error))
       return report(args.logitsOut + ": " + error);
@@ -267,12 +283,14 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"prefill_tokens_per_s\": %.3f, \"decode_tokens\": %lld, "
                 "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"threads\": %d, \"ranks\": %d, "
-                "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f}\n",
+                "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f, "
+                "\"activations\": \"%s\"}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
-                session->threads(), st.ranks, perToken, st.collectiveMs);
+                session->threads(), st.ranks, perToken, st.collectiveMs,
+                activationsName(args.activations));
   }
   std::fflush(stdout);
   return 0;
@@ -286,8 +304,7 @@ int main(int argc, char **argv) {
   app.add_option("model", args.model, "the .fmb artifact")->required();
   app.add_option("--tokens", args.tokens,
                  "prompt token ids, comma-separated (1,17,42)");
-  app.add_option("--max-new-tokens", args.maxNewTokens,
-                 "tokens to generate")
+  app.add_option("--max-new-tokens", args.maxNewTokens, "tokens to generate")
       ->check(CLI::NonNegativeNumber)
       ->default_val(16);
   app.add_option("--threads", args.threads,
@@ -319,9 +336,20 @@ int main(int argc, char **argv) {
                  "max rows; 1: the decode path for every position)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
-  app.add_flag("--exact-activations", args.exactActivations,
-               "multiply low-bit weights with f32 activations, not int8 "
-               "(no activation rounding; slower)");
+  const std::map<std::string, fm::SessionOptions::Activations> kActivations = {
+      {"int8x2", fm::SessionOptions::Activations::Int8x2},
+      {"int8", fm::SessionOptions::Activations::Int8},
+      {"f32", fm::SessionOptions::Activations::F32}};
+  app.add_option("--activations", args.activations,
+                 "how low-bit weights take their activations: int8x2 (two "
+                 "int8 digits per input, ~16-bit; default), int8 (one digit, "
+                 "ggml-like, less precise), f32 (exact, ~4x slower decode)")
+      ->transform(CLI::CheckedTransformer(kActivations, CLI::ignore_case))
+      ->default_str("int8x2");
+  app.add_flag_callback(
+      "--exact-activations",
+      [&args] { args.activations = fm::SessionOptions::Activations::F32; },
+      "same as --activations f32");
   app.add_flag("--verify-hash", args.verifyHash,
                "check the weights against the artifact's content hash");
   try {

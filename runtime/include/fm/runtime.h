@@ -138,9 +138,13 @@ struct SessionOptions {
   /// model partitioned over N > 1 devices needs exactly N ranks; rank r
   /// runs device r's share of every track block.
   Communicator *communicator = nullptr;
-  /// Multiply packed low-bit weights with f32 activations instead of int8
-  /// ones (no activation rounding; 3-4x slower decode). Process-wide.
-  bool exactActivations = false;
+  /// How packed low-bit weights meet their activations (process-wide):
+  /// Int8x2 (default) quantizes x per block to two int8 digits (~16-bit,
+  /// logits ~1e-4 of f32 x) for integer dot products; Int8 to one digit
+  /// (ggml's Q8: ~1% of max |logit|, faster only where compute-bound); F32
+  /// keeps f32 x (exact, 3-4x slower decode).
+  enum class Activations { Int8x2, Int8, F32 };
+  Activations activations = Activations::Int8x2;
 };
 
 /// What a session has done, for reports.
