@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,20 +38,16 @@ struct Args {
   std::string logitsOut;
   int64_t prefillChunk = 0;
   bool verifyHash = false;
-  fm::SessionOptions::Activations activations =
-      fm::SessionOptions::Activations::Int8x2;
+  std::string activations = "int8x2";
 };
 
-const char *activationsName(fm::SessionOptions::Activations a) {
-  switch (a) {
-  case fm::SessionOptions::Activations::Int8x2:
-    return "int8x2";
-  case fm::SessionOptions::Activations::Int8:
-    return "int8";
-  case fm::SessionOptions::Activations::F32:
-    return "f32";
-  }
-  return "?";
+// --activations (checked by CLI11 to be one of these names).
+fm::SessionOptions::Activations activationsOf(const std::string &name) {
+  if (name == "int8")
+    return fm::SessionOptions::Activations::Int8;
+  if (name == "f32")
+    return fm::SessionOptions::Activations::F32;
+  return fm::SessionOptions::Activations::Int8x2;
 }
 
 int fail(const std::string &message) {
@@ -163,7 +158,7 @@ int run(const Args &args, fm::Communicator *comm) {
              " tokens do not fit in the context of " +
              std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
-    sessionOptions.activations = args.activations;
+    sessionOptions.activations = activationsOf(args.activations);
     sessionOptions.threads = args.threads;
     // By default the ranks on one machine share its cores.
     if (args.threads == 0 && ranks > 1)
@@ -290,7 +285,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
                 session->threads(), st.ranks, perToken, st.collectiveMs,
-                activationsName(args.activations));
+                args.activations.c_str());
   }
   std::fflush(stdout);
   return 0;
@@ -336,19 +331,14 @@ int main(int argc, char **argv) {
                  "max rows; 1: the decode path for every position)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
-  const std::map<std::string, fm::SessionOptions::Activations> kActivations = {
-      {"int8x2", fm::SessionOptions::Activations::Int8x2},
-      {"int8", fm::SessionOptions::Activations::Int8},
-      {"f32", fm::SessionOptions::Activations::F32}};
   app.add_option("--activations", args.activations,
                  "how low-bit weights take their activations: int8x2 (two "
                  "int8 digits per input, ~16-bit; default), int8 (one digit, "
                  "ggml-like, less precise), f32 (exact, ~4x slower decode)")
-      ->transform(CLI::CheckedTransformer(kActivations, CLI::ignore_case))
+      ->check(CLI::IsMember({"int8x2", "int8", "f32"}))
       ->default_str("int8x2");
   app.add_flag_callback(
-      "--exact-activations",
-      [&args] { args.activations = fm::SessionOptions::Activations::F32; },
+      "--exact-activations", [&args] { args.activations = "f32"; },
       "same as --activations f32");
   app.add_flag("--verify-hash", args.verifyHash,
                "check the weights against the artifact's content hash");
