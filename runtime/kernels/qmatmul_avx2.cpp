@@ -43,6 +43,7 @@ struct V {
   }
   static I izero() { return _mm256_setzero_si256(); }
   static I shl8(I v) { return _mm256_slli_epi32(v, 8); }
+  static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
   template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
     I pairs;
     if constexpr (Bits == 8) {

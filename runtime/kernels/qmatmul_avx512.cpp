@@ -33,6 +33,7 @@ struct V {
   }
   static I izero() { return _mm512_setzero_si512(); }
   static I shl8(I v) { return _mm512_slli_epi32(v, 8); }
+  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
   template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
     acc = _mm512_dpbusd_epi32(acc, planes[0], _mm512_loadu_si512(x));
     if constexpr (Bits <= 4)

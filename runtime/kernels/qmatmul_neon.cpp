@@ -39,6 +39,7 @@ struct V {
   }
   static I izero() { return vdupq_n_s32(0); }
   static I shl8(I v) { return vshlq_n_s32(v, 8); }
+  static I iadd(I a, I b) { return vaddq_s32(a, b); }
   template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
     constexpr int P = 8 / Bits;
 #if defined(__ARM_FEATURE_DOTPROD)
