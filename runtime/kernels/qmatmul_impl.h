@@ -147,9 +147,12 @@ template <int D> int64_t preparedRowBytes(QuantFormat f, int64_t K) {
 // Kernel.
 // ---------------------------------------------------------------------------
 
-// Rows of w per matvec tile, and the prefill tile (rows of w x rows of x).
+// Rows of w per matvec tile, and the prefill tile (rows of w x rows of x):
+// 2 x 3 keeps int8x2's accumulators, planes and digits in registers (2 x 4
+// measured ~8% slower at 2 bits, the same for int8; 2 x 2, 3 x 2, 3 x 3
+// no better; bench/kernels BM_QPrefill).
 constexpr int kMatvecRows = 4;
-constexpr int kPrefillRowsN = 2, kPrefillRowsM = 4;
+constexpr int kPrefillRowsN = 2, kPrefillRowsM = 3;
 // Software prefetch of the matvec: a cursor runs linearly through the
 // thread's rows, kPrefetchBytes beyond the end of the tile being read, at
 // the tile's pace. Without it this machine's hardware prefetchers reach
@@ -344,10 +347,8 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
                                            p.y + m * p.ldy, p.ldy, n0, n1);
   const uint8_t *x = act + m * p.actStride;
   float *y = p.y + m * p.ldy;
+  static_assert(kPrefillRowsM == 3, "the remainder is 0, 1 or 2 rows");
   switch (m1 - m) {
-  case 3:
-    prefillRows<V, D, Bits, 3>(c, x, y, p.ldy, n0, n1);
-    break;
   case 2:
     prefillRows<V, D, Bits, 2>(c, x, y, p.ldy, n0, n1);
     break;
