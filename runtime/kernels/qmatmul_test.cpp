@@ -3,6 +3,7 @@
 // one (within the activation rounding bound: int8 and int8x2 digits), on odd
 // shapes, every format, with and without accumulation, on 1-3 threads.
 #include "kernels/qmatmul.h"
+#include "kernels/qmatmul_problem.h"
 
 #include "kernels/quantize.h"
 #include "src/ThreadPool.h"
@@ -27,83 +28,12 @@ fm::rt::ThreadPool *poolOf(int threads) {
   return pools[threads].get();
 }
 
-std::vector<QuantFormat> allFormats() {
-  std::vector<QuantFormat> out;
-  for (int bits : {2, 4, 8})
-    for (int group : {32, 64, 128})
-      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
-        out.push_back({bits, group, grid});
-  return out;
-}
+using testing::allQuantFormats;
+using testing::formatName;
 
-std::string name(QuantFormat f) {
-  return "q" + std::to_string(f.bits) + "g" + std::to_string(f.group) +
-         (f.grid == QuantGrid::Balanced ? "b" : "a");
-}
-
-// A packed weight, x, an initial y, and double-precision references.
-struct Problem {
-  QuantFormat f;
-  int64_t M, K, N;
-  std::vector<uint8_t> w;
-  std::vector<float> x, y0, wdq;
-  std::vector<double> ref;     // x · dequant(w)ᵀ
-  std::vector<double> mag;     // sum_k |w_k x_k|
-  std::vector<double> int8Err; // sum_k |w_k| * dx_k / 2: int8 x rounding bound
-
-  Problem(QuantFormat fmt, int64_t m, int64_t k, int64_t n, uint32_t seed)
-      : f(fmt), M(m), K(k), N(n) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    std::vector<float> wf(N * K);
-    for (float &v : wf)
-      v = 0.05f * normal(rng) + 0.01f;
-    const size_t rowBytes = packedRowBytes(f, K);
-    w.resize(N * rowBytes);
-    quantizeRows(wf.data(), N, K, f, w.data());
-    wdq.resize(N * K);
-    for (int64_t r = 0; r < N; ++r)
-      dequantizeRow(w.data() + r * rowBytes, f, K, wdq.data() + r * K);
-    x.resize(M * K);
-    for (float &v : x)
-      v = uniform(rng);
-    // Some blocks of x all zero, some with a large outlier.
-    const int64_t block = f.group < 64 ? f.group : 64;
-    for (int64_t b = 0; b < M * K / block; ++b) {
-      if (rng() % 7 == 0)
-        std::fill(x.begin() + b * block, x.begin() + (b + 1) * block, 0.0f);
-      else if (rng() % 5 == 0)
-        x[b * block + rng() % block] = 20.0f * uniform(rng);
-    }
-    y0.resize(M * N);
-    for (float &v : y0)
-      v = uniform(rng);
-    ref.assign(M * N, 0.0);
-    mag.assign(M * N, 0.0);
-    int8Err.assign(M * N, 0.0);
-    for (int64_t i = 0; i < M; ++i) {
-      std::vector<double> dx(K / block);
-      for (int64_t b = 0; b < K / block; ++b) {
-        double amax = 0.0;
-        for (int64_t kk = 0; kk < block; ++kk)
-          amax = std::max(amax, std::fabs(double(x[i * K + b * block + kk])));
-        dx[b] = amax / 127.0;
-      }
-      for (int64_t j = 0; j < N; ++j) {
-        double s = 0.0, a = 0.0, e = 0.0;
-        for (int64_t kk = 0; kk < K; ++kk) {
-          double wv = wdq[j * K + kk], xv = x[i * K + kk];
-          s += wv * xv;
-          a += std::fabs(wv * xv);
-          e += std::fabs(wv) * dx[kk / block] * 0.5;
-        }
-        ref[i * N + j] = s;
-        mag[i * N + j] = a;
-        int8Err[i * N + j] = e;
-      }
-    }
-  }
+// A QMatmulProblem (qmatmul_problem.h) that runs itself on a path.
+struct Problem : testing::QMatmulProblem {
+  using QMatmulProblem::QMatmulProblem;
 
   std::vector<float> run(KernelIsa path, bool accumulate, int threads,
                          QActivations act = QActivations::Int8x2) {
@@ -119,7 +49,7 @@ std::vector<int64_t> kNs = {1, 3, 33, 257};
 
 TEST(QMatmul, GenericMatchesDoubleReference) {
   uint32_t seed = 1;
-  for (QuantFormat f : allFormats())
+  for (QuantFormat f : allQuantFormats())
     for (int64_t M : kMs)
       for (int64_t K :
            {int64_t(f.group), 2 * int64_t(f.group), 5 * int64_t(f.group)})
@@ -130,7 +60,7 @@ TEST(QMatmul, GenericMatchesDoubleReference) {
             for (int64_t i = 0; i < M * N; ++i) {
               double expect = p.ref[i] + (acc ? p.y0[i] : 0.0);
               ASSERT_NEAR(y[i], expect, 1e-5 * (p.mag[i] + 1.0))
-                  << name(f) << " M=" << M << " K=" << K << " N=" << N
+                  << formatName(f) << " M=" << M << " K=" << K << " N=" << N
                   << " acc=" << acc << " at " << i;
             }
           }
@@ -138,33 +68,32 @@ TEST(QMatmul, GenericMatchesDoubleReference) {
 }
 
 // Every path and activation mode this CPU runs, against the generic path:
-// within the rounding bound of x (int8: dx / 2 per input; int8x2: dx / 256,
-// the second digit's half step or its clamp at +-127; f32: f32 rounding),
-// and the same bits on 1, 2 and 3 threads.
+// within the rounding bound of x (QMatmulProblem::tolerance: int8 dx / 2
+// per input; int8x2 dx / 256, the second digit's half step or its clamp at
+// +-127; f32 f32 rounding), and the same bits on 1, 2 and 3 threads.
 TEST(QMatmul, PathsMatchGeneric) {
   struct Run {
     std::string name;
     KernelIsa path;
     QActivations act;
-    double boundScale; // of Problem::int8Err
   };
   std::vector<Run> runs;
   for (KernelIsa path : {KernelIsa::Avx2, KernelIsa::Avx512, KernelIsa::Neon})
     if (kernelIsaAvailable(path)) {
       runs.push_back({std::string(kernelIsaName(path)) + "-int8x2", path,
-                      QActivations::Int8x2, 2.0 / 256.0});
+                      QActivations::Int8x2});
       runs.push_back({std::string(kernelIsaName(path)) + "-int8", path,
-                      QActivations::Int8, 1.0});
+                      QActivations::Int8});
     }
   if (kernelIsaAvailable(KernelIsa::Avx512))
-    runs.push_back({"avx512-f32", KernelIsa::Avx512, QActivations::F32, 0.0});
+    runs.push_back({"avx512-f32", KernelIsa::Avx512, QActivations::F32});
   if (runs.empty())
     GTEST_SKIP() << "no SIMD path on this CPU";
   for (const Run &r : runs)
     std::printf("  checking %s\n", r.name.c_str());
   uint32_t seed = 1000;
   int checked = 0;
-  for (QuantFormat f : allFormats())
+  for (QuantFormat f : allQuantFormats())
     for (int64_t M : kMs)
       for (int64_t K :
            {int64_t(f.group), 2 * int64_t(f.group), 5 * int64_t(f.group)})
@@ -175,18 +104,18 @@ TEST(QMatmul, PathsMatchGeneric) {
             for (const Run &r : runs) {
               std::vector<float> y1 = p.run(r.path, acc, 1, r.act);
               for (int64_t i = 0; i < M * N; ++i) {
-                double tol = r.boundScale * p.int8Err[i] * 1.001 +
-                             2e-5 * (p.mag[i] + 1.0);
-                ASSERT_NEAR(y1[i], yg[i], tol)
-                    << r.name << " " << name(f) << " M=" << M << " K=" << K
-                    << " N=" << N << " acc=" << acc << " at " << i;
+                ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+                    << r.name << " " << formatName(f) << " M=" << M
+                    << " K=" << K << " N=" << N << " acc=" << acc << " at "
+                    << i;
               }
               for (int threads : {2, 3}) {
                 std::vector<float> yt = p.run(r.path, acc, threads, r.act);
                 for (int64_t i = 0; i < M * N; ++i)
                   ASSERT_EQ(yt[i], y1[i])
-                      << r.name << " " << name(f) << " M=" << M << " K=" << K
-                      << " N=" << N << " threads=" << threads << " at " << i;
+                      << r.name << " " << formatName(f) << " M=" << M
+                      << " K=" << K << " N=" << N << " threads=" << threads
+                      << " at " << i;
               }
               ++checked;
             }
@@ -223,10 +152,10 @@ TEST(QMatmul, NonFiniteActivationsPropagate) {
           for (int64_t n = 0; n < 9; ++n) {
             EXPECT_FALSE(std::isfinite(y[n]))
                 << kernelIsaName(path) << " " << qActivationsName(act) << " "
-                << name(f) << " " << n;
+                << formatName(f) << " " << n;
             EXPECT_TRUE(std::isfinite(y[9 + n]))
                 << kernelIsaName(path) << " " << qActivationsName(act) << " "
-                << name(f) << " " << n;
+                << formatName(f) << " " << n;
           }
         }
       }
@@ -247,7 +176,7 @@ TEST(QMatmul, ActivationRoundingError) {
       paths.push_back(path);
   if (paths.empty())
     GTEST_SKIP() << "no SIMD path on this CPU";
-  for (QuantFormat f : allFormats()) {
+  for (QuantFormat f : allQuantFormats()) {
     Problem p(f, M, K, N, 77);
     for (bool outliers : {false, true}) {
       std::mt19937 rng(78);
@@ -272,14 +201,14 @@ TEST(QMatmul, ActivationRoundingError) {
           std::printf("  %-6s %-6s %-7s %-8s max|err|/max|y| %.2e  rms err/rms "
                       "y %.2e\n",
                       kernelIsaName(path), qActivationsName(act),
-                      name(f).c_str(), outliers ? "outliers" : "normal",
+                      formatName(f).c_str(), outliers ? "outliers" : "normal",
                       maxErr / maxY, std::sqrt(sqErr / sqY));
           const double bound = act == QActivations::Int8
                                    ? (outliers ? 5e-2 : 1e-2)
                                    : (outliers ? 5e-4 : 1e-4);
           EXPECT_LE(maxErr, bound * maxY)
               << kernelIsaName(path) << " " << qActivationsName(act) << " "
-              << name(f) << " " << outliers;
+              << formatName(f) << " " << outliers;
         }
     }
   }

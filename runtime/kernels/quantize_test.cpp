@@ -1,6 +1,7 @@
 // Checks the packed formats bit by bit against qformat.h's documentation,
 // the f16 rounding, exact round trips of quantization-aware-trained weights,
 // and the error of quantizing random normal weights.
+#include "kernels/qmatmul_problem.h"
 #include "kernels/quantize.h"
 
 #include <gtest/gtest.h>
@@ -15,19 +16,8 @@
 namespace fm::kernels {
 namespace {
 
-std::vector<QuantFormat> allFormats() {
-  std::vector<QuantFormat> out;
-  for (int bits : {2, 4, 8})
-    for (int group : {32, 64, 128})
-      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
-        out.push_back({bits, group, grid});
-  return out;
-}
-
-std::string name(QuantFormat f) {
-  return "q" + std::to_string(f.bits) + "g" + std::to_string(f.group) +
-         (f.grid == QuantGrid::Balanced ? "b" : "a");
-}
+using testing::allQuantFormats;
+using testing::formatName;
 
 // The value of half bits h, computed independently of halfToFloat.
 double halfValue(uint16_t h) {
@@ -69,10 +59,10 @@ TEST(QuantFormat, SizesAndBitsPerWeight) {
   EXPECT_DOUBLE_EQ(bitsPerWeight({2, 64, QuantGrid::Balanced}), 2.25);
   EXPECT_DOUBLE_EQ(bitsPerWeight({2, 32, QuantGrid::Affine}), 3.0);
   EXPECT_DOUBLE_EQ(bitsPerWeight({4, 128, QuantGrid::Balanced}), 4.125);
-  for (QuantFormat f : allFormats()) {
+  for (QuantFormat f : allQuantFormats()) {
     const int64_t K = 5 * f.group;
     EXPECT_DOUBLE_EQ(8.0 * packedRowBytes(f, K) / K, bitsPerWeight(f))
-        << name(f);
+        << formatName(f);
   }
 }
 
@@ -99,7 +89,7 @@ TEST(QuantFormat, TwoBitLayoutByHand) {
 TEST(QuantFormat, RowsMatchTheDocumentation) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.02f);
-  for (QuantFormat f : allFormats()) {
+  for (QuantFormat f : allQuantFormats()) {
     const int64_t N = 3, K = 5 * f.group;
     std::vector<float> w(N * K);
     for (float &v : w)
@@ -114,13 +104,13 @@ TEST(QuantFormat, RowsMatchTheDocumentation) {
       for (int64_t k = 0; k < K; ++k) {
         double doc = documentedValue(packed.data() + n * rowBytes, f, K, k);
         ASSERT_NEAR(row[k], doc, 1e-6 * std::fabs(doc) + 1e-12)
-            << name(f) << " row " << n << " input " << k;
+            << formatName(f) << " row " << n << " input " << k;
         err += (w[n * K + k] - doc) * (w[n * K + k] - doc);
         sq += double(w[n * K + k]) * w[n * K + k];
       }
     }
-    EXPECT_NEAR(e.sqError, err, 1e-6 * err + 1e-15) << name(f);
-    EXPECT_NEAR(e.sqSum, sq, 1e-9 * sq) << name(f);
+    EXPECT_NEAR(e.sqError, err, 1e-6 * err + 1e-15) << formatName(f);
+    EXPECT_NEAR(e.sqSum, sq, 1e-9 * sq) << formatName(f);
   }
 }
 
@@ -172,19 +162,20 @@ TEST(Quantize, GridWeightsRoundTripExactly) {
         }
       std::vector<uint8_t> packed(N * packedRowBytes(f, K));
       QuantError e = quantizeRows(w.data(), N, K, f, packed.data());
-      EXPECT_EQ(e.sqError, 0.0) << name(f);
+      EXPECT_EQ(e.sqError, 0.0) << formatName(f);
       std::vector<float> back(K);
       for (int64_t n = 0; n < N; ++n) {
         dequantizeRow(packed.data() + n * packedRowBytes(f, K), f, K,
                       back.data());
         for (int64_t k = 0; k < K; ++k)
-          ASSERT_EQ(back[k], w[n * K + k]) << name(f) << " " << n << "," << k;
+          ASSERT_EQ(back[k], w[n * K + k])
+              << formatName(f) << " " << n << "," << k;
       }
     }
 }
 
 TEST(Quantize, ZeroAndConstantGroups) {
-  for (QuantFormat f : allFormats()) {
+  for (QuantFormat f : allQuantFormats()) {
     const int64_t K = 2 * f.group;
     std::vector<float> w(K, 0.0f);
     for (int64_t k = f.group; k < K; ++k)
@@ -194,12 +185,12 @@ TEST(Quantize, ZeroAndConstantGroups) {
     std::vector<float> back(K);
     dequantizeRow(packed.data(), f, K, back.data());
     for (int64_t k = 0; k < f.group; ++k)
-      ASSERT_EQ(back[k], 0.0f) << name(f);
+      ASSERT_EQ(back[k], 0.0f) << formatName(f);
     if (f.grid == QuantGrid::Affine) {
-      EXPECT_EQ(e.sqError, 0.0) << name(f);
+      EXPECT_EQ(e.sqError, 0.0) << formatName(f);
     } else {
       // Balanced has no zero; a constant group lands on +-c*s exactly.
-      EXPECT_LT(e.relativeRms(), 1e-3) << name(f);
+      EXPECT_LT(e.relativeRms(), 1e-3) << formatName(f);
     }
   }
 }
@@ -214,7 +205,7 @@ TEST(Quantize, RandomNormalErrors) {
   for (float &v : w)
     v = 0.02f * dist(rng);
   std::printf("  relative RMS error of N(0, 0.02^2) weights:\n");
-  for (QuantFormat f : allFormats()) {
+  for (QuantFormat f : allQuantFormats()) {
     std::vector<uint8_t> packed(N * packedRowBytes(f, K));
     QuantError e = quantizeRows(w.data(), N, K, f, packed.data());
     // Plain absmax scaling (balanced: max|w| on the outer level; affine:
@@ -245,11 +236,11 @@ TEST(Quantize, RandomNormalErrors) {
     }
     const double rel = e.relativeRms(), naive = std::sqrt(naiveErr / e.sqSum);
     std::printf("    %-7s %5.3f bits/w  rel RMS %.4f  (absmax scale %.4f)\n",
-                name(f).c_str(), bitsPerWeight(f), rel, naive);
-    EXPECT_LE(rel, naive * 1.0001) << name(f);
+                formatName(f).c_str(), bitsPerWeight(f), rel, naive);
+    EXPECT_LE(rel, naive * 1.0001) << formatName(f);
     const double bound = f.bits == 2 ? 0.40 : f.bits == 4 ? 0.11 : 0.0075;
-    EXPECT_LT(rel, bound) << name(f);
-    EXPECT_GT(rel, bound / 20) << name(f); // not suspiciously exact
+    EXPECT_LT(rel, bound) << formatName(f);
+    EXPECT_GT(rel, bound / 20) << formatName(f); // not suspiciously exact
   }
 }
 
