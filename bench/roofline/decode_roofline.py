@@ -15,9 +15,11 @@ whole data section: the tied LM head reads the full table), the tokens/s,
 the achieved GB/s and the fraction of the measured bandwidth. Each
 configuration runs --repeats times, interleaved with the others, and the
 median is quoted (with the min-max range): the machines this runs on are
-shared and drift. The bandwidth is probed at the start of every round, and
-each run's fraction is taken against its own round's probe (the median
-fraction is quoted). Prints numbers, asserts none.
+shared, and their read bandwidth switches between regimes (here ~30 and
+~50 GB/s at 2 threads) from one minute to the next. So the bandwidth is
+probed (1 GiB) right before every run, at that run's thread count, and the
+run's fraction is taken against its own probe; the median fraction is
+quoted. Prints numbers, asserts none.
 
 Usage: decode_roofline.py [--build build] [--work /tmp/fm_roofline]
                           [--variants w2,w4,f16] [--activations int8x2,int8]
@@ -60,12 +62,9 @@ def main():
     bin_ = os.path.join(args.build, "bin")
     os.makedirs(args.work, exist_ok=True)
 
-    def probe():
-        out = {}
-        for line in run([os.path.join(bin_, "fm-stream-read"), "2048", "2", "7"]).splitlines():
-            r = json.loads(line)
-            out[r["threads"]] = r["read_gb_per_s"]
-        return out
+    def probe(threads):
+        out = run([os.path.join(bin_, "fm-stream-read"), "1024", str(threads), "5"])
+        return json.loads(out.strip().splitlines()[-1])["read_gb_per_s"]
 
     ckpt = os.path.join(args.work, "afm7_qat_%d" % args.layers)
     if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
@@ -94,11 +93,11 @@ def main():
     decode = {i: [] for i in range(len(configs))}
     prefill = {i: [] for i in range(len(configs))}
     fraction = {i: [] for i in range(len(configs))}
-    probes = []
+    probes = {1: [], 2: []}
     for _ in range(args.repeats):
-        bw = probe()
-        probes.append(bw)
         for i, (v, a, t, fmb, info) in enumerate(configs):
+            bw = probe(t)
+            probes[t].append(bw)
             cmd = [os.path.join(bin_, "fm-run"), fmb, "--tokens", prompt, "--max-new-tokens",
                    str(args.new_tokens), "--threads", str(t), "--stats"]
             if a:
@@ -106,7 +105,7 @@ def main():
             st = json.loads(run(cmd).strip().splitlines()[-1])
             decode[i].append(st["decode_tokens_per_s"])
             prefill[i].append(st["prefill_tokens_per_s"])
-            fraction[i].append(info["weight_bytes"] * st["decode_tokens_per_s"] / 1e9 / bw[t])
+            fraction[i].append(info["weight_bytes"] * st["decode_tokens_per_s"] / 1e9 / bw)
 
     rows = []
     for i, (v, a, t, fmb, info) in enumerate(configs):
@@ -119,11 +118,13 @@ def main():
 
     print("decode roofline: afm7-shaped, %d layers, hidden 2048, vocab 153600; "
           "median of %d runs" % (args.layers, args.repeats))
-    print("measured read bandwidth, per round: 1 thread %s GB/s; 2 threads %s GB/s"
-          % (" ".join("%.1f" % b[1] for b in probes), " ".join("%.1f" % b[2] for b in probes)))
+    print("measured read bandwidth before each run: 1 thread %.1f-%.1f GB/s (median %.1f), "
+          "2 threads %.1f-%.1f GB/s (median %.1f)"
+          % (min(probes[1]), max(probes[1]), statistics.median(probes[1]),
+             min(probes[2]), max(probes[2]), statistics.median(probes[2])))
     print("%-5s %-7s %7s %7s %12s %22s %10s %8s %14s"
           % ("quant", "act", "threads", "bits/w", "bytes/token", "decode tok/s (min-max)",
-             "achieved", "of peak", "prefill tok/s"))
+             "achieved", "of probe", "prefill tok/s"))
     for v, a, t, bpw, b, tps, lo, hi, gbs, frac, pps in rows:
         print("%-5s %-7s %7d %7s %9.1f MB %8.2f (%5.2f-%5.2f) %5.1f GB/s %7.0f%% %14.1f"
               % (v, a, t, "%.3f" % bpw if bpw else "-", b / 1e6, tps, lo, hi, gbs, 100 * frac,
