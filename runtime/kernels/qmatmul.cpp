@@ -40,22 +40,23 @@ const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   // Never run instructions this CPU lacks, even when asserts are off.
   if (!kernelIsaAvailable(path))
     return qdetail::kQMatmulGeneric;
-  const int digits = act == QActivations::Int8 ? 1 : 0;
+  // Index into an ISA's pair of tables: [0] Int8x2, [1] Int8 (qmatmul_isa.h).
+  const int pair = act == QActivations::Int8 ? 1 : 0;
   switch (path) {
 #if defined(FM_KERNELS_X86)
   case KernelIsa::Avx2:
     return act == QActivations::F32 ? qdetail::kQMatmulGeneric
-                                    : qdetail::kQMatmulAvx2[digits];
+                                    : qdetail::kQMatmulAvx2[pair];
   case KernelIsa::Avx512:
     if (act == QActivations::F32)
       return qdetail::kQMatmulAvx512F32;
-    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni[digits]
-                              : qdetail::kQMatmulAvx2[digits];
+    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni[pair]
+                              : qdetail::kQMatmulAvx2[pair];
 #endif
 #if defined(FM_KERNELS_NEON)
   case KernelIsa::Neon:
     return act == QActivations::F32 ? qdetail::kQMatmulGeneric
-                                    : qdetail::kQMatmulNeon[digits];
+                                    : qdetail::kQMatmulNeon[pair];
 #endif
   default:
     return qdetail::kQMatmulGeneric;
