@@ -1,7 +1,7 @@
 // Attention benchmarks: decode (one query row over a long cache, GB/s of
 // K and V read) and prefill, f32 and int8 caches, 1 and 2 threads.
 #include "kernels/attention.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 
