@@ -63,10 +63,16 @@ Expected<std::unique_ptr<Device>> openDevice(const std::string &name) {
   for (const Kind &k : kKinds) {
     if (name != k.name)
       continue;
-    if (!k.open)
+    if (!k.open) {
+      std::string builtIn;
+      for (const Kind &b : kKinds)
+        if (b.open)
+          builtIn += (builtIn.empty() ? "" : ", ") + std::string(b.name);
       return Status::error("device '" + name +
                            "' is not built into this runtime (rebuild with "
-                           "its SDK installed; built in: cpu)");
+                           "its SDK installed; built in: " +
+                           builtIn + ")");
+    }
     DeviceInfo info = k.probe();
     if (!info.present)
       return Status::error("device '" + name + "' is not available here: " +
