@@ -1156,6 +1156,22 @@ TEST(Loader, WriteCorpus) {
     ASSERT_TRUE(out.good()) << name;
   };
   write("mini.fmb", mini());
+  // Schema v2's additions: a per-target weight variant, executables for two
+  // targets with launch metadata, an AllReduce of two partials.
+  write("mini_variant.fmb", mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
+          b.addVariant(m.W, "cpu", "row-major", std::vector<uint8_t>(64, 0));
+        }));
+  write("mini_two_targets.fmb",
+        mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+          b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"},
+                          {0x7f, 'E', 'L', 'F'});
+          b.addExecutable("vulkan", "spirv", "", {"f", "g"}, {3, 2, 2, 7}, 1);
+          c.push_back(b.dispatch(1, {b.bufferArg(buf(0, 4, 4))}, "model.norm"));
+        }));
+  write("mini_partials.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+          c.push_back(b.allReduceOf({buf(0, 4, 4), buf(4, 4, 4)}, {}, buf(8, 4, 4),
+                                    0.5f, "model.blocks.0.combine"));
+        }, 1, 16));
   write("mini_attention.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
           b.addCache("kv", 2, 1, 4, 16);
           c.push_back(b.attention(buf(0, 4, 4), buf(4, 4, 4), 0, 1, 1, 1, 4, 0.5f, 2,
