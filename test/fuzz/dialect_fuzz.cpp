@@ -53,7 +53,9 @@ mlir::MLIRContext &context(std::string **diagnostics) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string *diagnostics = nullptr;
   mlir::MLIRContext &ctx = context(&diagnostics);
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // NUL-terminated, as a file that fmc reads is (MemoryBuffer::getFile):
+  // MLIR's lexer reads one byte past a token at the end of the buffer.
+  const std::string text(reinterpret_cast<const char *>(data), size);
   // Parsing verifies (ParserConfig's default).
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, mlir::ParserConfig(&ctx));

@@ -134,8 +134,11 @@ def build_seeds(build):
     work = tempfile.mkdtemp(prefix="fm-seeds-")
     try:
         ckpt = os.path.join(work, "ckpt")
+        # Small (44 KB as w4): libFuzzer mutates inputs up to the largest seed.
         run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"),
-             "--family", "llama", "--preset", "tiny", "--out", ckpt])
+             "--family", "llama", "--preset", "tiny", "--out", ckpt,
+             "--set", "vocab_size=32", "--set", "num_hidden_layers=1",
+             "--set", "intermediate_size=64"])
         fmb = os.path.join(work, "tiny.fmb")
         run([fmc, "compile", ckpt, "-o", fmb, "--quant", "w4", "--max-prefill", "4",
              "--context", "16"])
@@ -163,7 +166,7 @@ def build_seeds(build):
         fmbdir = os.path.join(CORPUS, "fmb")
         for old in glob.glob(os.path.join(fmbdir, "real_*.fmb")):
             os.remove(old)
-        shutil.copy(fmb, os.path.join(fmbdir, "real_llama_tiny_w4.fmb"))
+        shutil.copy(fmb, os.path.join(fmbdir, "real_llama_small_w4.fmb"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

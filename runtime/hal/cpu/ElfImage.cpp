@@ -11,6 +11,7 @@
 
 #if defined(__linux__)
 #include <elf.h>
+#include <unistd.h>
 #endif
 
 namespace fm::hal {
@@ -115,6 +116,12 @@ std::string range(uint64_t begin, uint64_t size) {
 }
 
 bool powerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// The mapping granularity of this machine.
+uint64_t pageSize() {
+  const long p = sysconf(_SC_PAGESIZE);
+  return p > 0 && powerOfTwo(uint64_t(p)) ? uint64_t(p) : 4096;
+}
 
 std::string segmentType(uint32_t type) {
   switch (type) {
@@ -241,6 +248,9 @@ private:
   uint64_t relAddr_ = 0, relSize_ = 0, relEnt_ = 0;
   uint64_t jmpAddr_ = 0, jmpSize_ = 0, pltRel_ = 0;
   bool haveRela_ = false, haveRel_ = false, haveJmp_ = false;
+  bool haveRelaEnt_ = false, haveRelEnt_ = false, havePltRel_ = false;
+  bool haveRelaSize_ = false, haveRelSize_ = false, haveJmpSize_ = false;
+  bool havePltGot_ = false;
   uint64_t strOffset_ = 0, symOffset_ = 0, numSymbols_ = 0;
   // GNU hash: buckets and chains as file offsets.
   uint32_t gnuBuckets_ = 0, gnuSymOffset_ = 0, gnuBloomWords_ = 0,
@@ -343,6 +353,10 @@ std::string Checker::programHeaders() {
     if (s.p_filesz > s.p_memsz)
       return at + ": " + num(s.p_filesz) + " bytes in the file but only " +
              num(s.p_memsz) + " in memory";
+    // ld.so reads its tables from the mapped segments (and execute-only
+    // pages cannot be read where the CPU has protection keys).
+    if (!(s.p_flags & PF_R))
+      return at + ": a segment that is not readable";
     // Generated code and its tables: far below this.
     if (s.p_memsz > (uint64_t(1) << 30) ||
         s.p_vaddr > (uint64_t(1) << 40))
@@ -364,6 +378,18 @@ std::string Checker::programHeaders() {
   }
   if (loads_.empty())
     return "the image has no loadable segment";
+  // ld.so maps whole pages, later segments over earlier ones: two segments
+  // on one page would make its bytes those of another file offset than the
+  // ones checked here (and zeroing a .bss tail could clear the next).
+  const uint64_t page = pageSize();
+  for (size_t i = 1; i < loads_.size(); ++i) {
+    const E::Phdr &a = loads_[i - 1], &b = loads_[i];
+    const uint64_t aEnd = (a.p_vaddr + a.p_memsz + page - 1) & ~(page - 1);
+    if ((b.p_vaddr & ~(page - 1)) < aEnd)
+      return "loaded segments at " + range(a.p_vaddr, a.p_memsz) + " and " +
+             range(b.p_vaddr, b.p_memsz) + " share a " + num(page) +
+             "-byte page";
+  }
   for (size_t i = 0; i < all.size(); ++i) {
     const E::Phdr &s = all[i];
     const std::string at =
@@ -377,6 +403,9 @@ std::string Checker::programHeaders() {
           !fileOffset(s.p_vaddr, s.p_filesz, &offset) || offset != s.p_offset)
         return at + ": " + num(s.p_filesz) + " bytes at address " +
                num(s.p_vaddr) + " are not whole entries in a loaded segment";
+      // Some ld.so versions relocate its entries in place.
+      if (!(segmentAt(s.p_vaddr, s.p_filesz)->p_flags & PF_W))
+        return at + ": the dynamic section is not in a writable segment";
       dynamicSeg_ = s;
       dynamic_ = &dynamicSeg_;
       break;
@@ -387,10 +416,27 @@ std::string Checker::programHeaders() {
         return at + ": addresses " + range(s.p_vaddr, s.p_memsz) +
                " are not inside one loaded segment";
       break;
+    case PT_PHDR:
+      // ld.so reads the program headers through this address once mapped.
+      if (s.p_offset != eh_.e_phoff ||
+          s.p_filesz < uint64_t(eh_.e_phnum) * sizeof(E::Phdr) ||
+          !fileOffset(s.p_vaddr, s.p_filesz, &offset) || offset != s.p_offset)
+        return at + ": address " + num(s.p_vaddr) + " and offset " +
+               num(s.p_offset) + " do not map the program headers (at " +
+               num(eh_.e_phoff) + ")";
+      break;
     case PT_NOTE:
     case PT_GNU_PROPERTY:
-      if (std::string p = notes(s, i); !p.empty())
-        return p;
+    case PT_GNU_EH_FRAME:
+      // Read through their addresses (the notes by ld.so, p_memsz bytes
+      // of them): the mapped bytes there must be these.
+      if (s.p_memsz > s.p_filesz || !fileOffset(s.p_vaddr, s.p_filesz, &offset) ||
+          offset != s.p_offset)
+        return at + ": address " + num(s.p_vaddr) + " does not map its " +
+               num(s.p_memsz) + " bytes at offset " + num(s.p_offset);
+      if (s.p_type != PT_GNU_EH_FRAME)
+        if (std::string p = notes(s, i); !p.empty())
+          return p;
       break;
     default:
       break;
@@ -488,9 +534,11 @@ std::string Checker::dynamic() {
       break;
     case DT_RELASZ:
       relaSize_ = v;
+      haveRelaSize_ = true;
       break;
     case DT_RELAENT:
       relaEnt_ = v;
+      haveRelaEnt_ = true;
       break;
     case DT_REL:
       relAddr_ = v;
@@ -498,9 +546,11 @@ std::string Checker::dynamic() {
       break;
     case DT_RELSZ:
       relSize_ = v;
+      haveRelSize_ = true;
       break;
     case DT_RELENT:
       relEnt_ = v;
+      haveRelEnt_ = true;
       break;
     case DT_JMPREL:
       jmpAddr_ = v;
@@ -508,15 +558,21 @@ std::string Checker::dynamic() {
       break;
     case DT_PLTRELSZ:
       jmpSize_ = v;
+      haveJmpSize_ = true;
       break;
     case DT_PLTREL:
       pltRel_ = v;
+      havePltRel_ = true;
       break;
-    case DT_PLTGOT:
-      if (!segmentAt(v, kWord))
+    case DT_PLTGOT: {
+      havePltGot_ = true;
+      // ld.so may write its three reserved words there.
+      const E::Phdr *got = segmentAt(v, 3 * kWord);
+      if (!got || !(got->p_flags & PF_W))
         return at + ": the GOT address " + num(v) +
-               " is not inside a loaded segment";
+               " is not inside a writable loaded segment";
       break;
+    }
     case DT_RELACOUNT:
     case DT_RELCOUNT:
     case DT_DEBUG:
@@ -561,6 +617,27 @@ std::string Checker::dynamic() {
   if (symEnt_ != sizeof(E::Sym))
     return "symbol table entries of " + num(symEnt_) + " bytes, not " +
            num(sizeof(E::Sym));
+  // ld.so reads each table's size and entry tags without asking whether
+  // they are there (a missing one is a null pointer): whole families only.
+  if (haveRela_ != haveRelaSize_)
+    return "the dynamic section has DT_RELA without DT_RELASZ, or the "
+           "other way round";
+  if (haveRel_ != haveRelSize_)
+    return "the dynamic section has DT_REL without DT_RELSZ, or the other "
+           "way round";
+  if ((haveJmp_ || haveJmpSize_ || havePltRel_) &&
+      !(haveJmp_ && haveJmpSize_ && havePltRel_ && havePltGot_))
+    return "the dynamic section has part of DT_JMPREL, DT_PLTRELSZ, "
+           "DT_PLTREL and DT_PLTGOT";
+  // ld.so asserts these whenever the tags are there (get-dynamic-info.h).
+  if (havePltRel_ && pltRel_ != DT_RELA && pltRel_ != DT_REL)
+    return "the PLT relocations are of kind " + num(pltRel_);
+  if ((haveRela_ || haveRelaEnt_) && relaEnt_ != sizeof(E::Rela))
+    return "RELA entries of " + num(relaEnt_) + " bytes, not " +
+           num(sizeof(E::Rela));
+  if ((haveRel_ || haveRelEnt_) && relEnt_ != sizeof(E::Rel))
+    return "REL entries of " + num(relEnt_) + " bytes, not " +
+           num(sizeof(E::Rel));
   if (!haveGnuHash_ && !haveSysvHash_)
     return "the image has no symbol hash table";
   if (strSize_ == 0)

@@ -218,15 +218,22 @@ TEST(ElfImage, DynamicSection) {
             entry + " (tag 1879092173): not a dynamic tag of generated code");
   EXPECT_EQ(retag(DT_SYMTAB, DT_SYMBOLIC),
             entry + " (tag 16): not a dynamic tag of generated code");
-  // A needed library (a name of the string table, over the PLTGOT entry):
-  // only the C runtime's.
+  // A needed library (a name of the string table, in the place of the RELA
+  // table, whose size and entry tags become DT_DEBUG): only the C runtime's.
   EXPECT_EQ(corrupt([&](Image &im) {
-              const int64_t pltgot = dynAt(im, DT_PLTGOT);
-              ASSERT_GE(pltgot, 0);
-              auto d = get<Elf64_Dyn>(im, pltgot);
+              const int64_t rela = dynAt(im, DT_RELA);
+              const int64_t size = dynAt(im, DT_RELASZ);
+              const int64_t entry = dynAt(im, DT_RELAENT);
+              ASSERT_TRUE(rela >= 0 && size >= 0 && entry >= 0);
+              auto d = get<Elf64_Dyn>(im, rela);
               d.d_tag = DT_NEEDED;
               d.d_un.d_val = 1; // the first name in the table
-              put(im, pltgot, d);
+              put(im, rela, d);
+              for (int64_t at : {size, entry}) {
+                d = get<Elf64_Dyn>(im, at);
+                d.d_tag = DT_DEBUG;
+                put(im, at, d);
+              }
             }).rfind("the image needs library '", 0),
             0u);
   EXPECT_EQ(corrupt([&](Image &im) {
