@@ -218,12 +218,13 @@ TEST(ElfImage, DynamicSection) {
             entry + " (tag 1879092173): not a dynamic tag of generated code");
   EXPECT_EQ(retag(DT_SYMTAB, DT_SYMBOLIC),
             entry + " (tag 16): not a dynamic tag of generated code");
-  // A needed library (a name of the string table, in the place of the RELA
-  // table, whose size and entry tags become DT_DEBUG): only the C runtime's.
+  // A needed library (a name of the string table, in the place of the PLT
+  // relocations, whose size and kind tags become DT_DEBUG): only the C
+  // runtime's.
   EXPECT_EQ(corrupt([&](Image &im) {
-              const int64_t rela = dynAt(im, DT_RELA);
-              const int64_t size = dynAt(im, DT_RELASZ);
-              const int64_t entry = dynAt(im, DT_RELAENT);
+              const int64_t rela = dynAt(im, DT_JMPREL);
+              const int64_t size = dynAt(im, DT_PLTRELSZ);
+              const int64_t entry = dynAt(im, DT_PLTREL);
               ASSERT_TRUE(rela >= 0 && size >= 0 && entry >= 0);
               auto d = get<Elf64_Dyn>(im, rela);
               d.d_tag = DT_NEEDED;
