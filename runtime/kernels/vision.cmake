@@ -13,7 +13,8 @@ target_sources(fm_kernels PRIVATE
   ${_fm_vision_dir}/conv.cpp
   ${_fm_vision_dir}/gemm.cpp
   ${_fm_vision_dir}/gemm_generic.cpp
-  ${_fm_vision_dir}/pointwise.cpp)
+  ${_fm_vision_dir}/pointwise.cpp
+  ${_fm_vision_dir}/vit_attention.cpp)
 
 # Instruction-set paths, each in its own file with its own flags; the entry
 # points pick one at run time (kernels/isa.h). FM_KERNELS_X86 /
@@ -22,10 +23,12 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
    CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set(_fm_vision_avx2
     ${_fm_vision_dir}/gemm_avx2.cpp
-    ${_fm_vision_dir}/pointwise_avx2.cpp)
+    ${_fm_vision_dir}/pointwise_avx2.cpp
+    ${_fm_vision_dir}/vit_attention_avx2.cpp)
   set(_fm_vision_avx512
     ${_fm_vision_dir}/gemm_avx512.cpp
-    ${_fm_vision_dir}/pointwise_avx512.cpp)
+    ${_fm_vision_dir}/pointwise_avx512.cpp
+    ${_fm_vision_dir}/vit_attention_avx512.cpp)
   target_sources(fm_kernels PRIVATE ${_fm_vision_avx2} ${_fm_vision_avx512})
   # Source properties are per directory: set them on the directory that
   # owns fm_kernels, whichever file includes this one.
@@ -44,7 +47,8 @@ if(FM_BUILD_TESTS)
   add_executable(fm_vision_kernels_test
     ${_fm_vision_dir}/conv_test.cpp
     ${_fm_vision_dir}/gemm_test.cpp
-    ${_fm_vision_dir}/pointwise_test.cpp)
+    ${_fm_vision_dir}/pointwise_test.cpp
+    ${_fm_vision_dir}/vit_attention_test.cpp)
   target_link_libraries(fm_vision_kernels_test PRIVATE fm_kernels GTest::gtest_main)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(fm_vision_kernels_test PRIVATE -O2 -Wall -Wextra)
