@@ -56,6 +56,47 @@ if(FM_BUILD_TESTS)
   add_test(NAME runtime.vision_kernels COMMAND fm_vision_kernels_test)
 endif()
 
+# The NEON GEMM (and the generic kernels as AArch64 compiles them),
+# cross-built with clang and run under qemu-user, as test/unit/neon does for
+# matmul; here so that runtime-only builds run it too. Skipped with a note
+# where qemu-aarch64 or the AArch64 sysroot is missing
+# (scripts/install-deps.sh installs both).
+find_program(FM_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
+set(_fm_sysroot /usr/aarch64-linux-gnu)
+if(FM_BUILD_TESTS AND FM_QEMU_AARCH64 AND EXISTS ${_fm_sysroot}/lib/libc.so.6 AND
+   CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND
+   CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  get_filename_component(_fm_rt ${_fm_vision_dir} DIRECTORY)
+  set(_fm_neon_sources
+    ${_fm_vision_dir}/vision_neon_check.cpp
+    ${_fm_vision_dir}/isa.cpp
+    ${_fm_vision_dir}/gemm.cpp
+    ${_fm_vision_dir}/gemm_generic.cpp
+    ${_fm_vision_dir}/gemm_neon.cpp
+    ${_fm_vision_dir}/pointwise.cpp
+    ${_fm_vision_dir}/vit_attention.cpp
+    ${_fm_rt}/src/ThreadPool.cpp)
+  file(GLOB _fm_neon_headers ${_fm_vision_dir}/*.h ${_fm_rt}/src/ThreadPool.h)
+  set(_fm_neon_out ${CMAKE_CURRENT_BINARY_DIR}/vision_neon_check)
+  add_custom_command(OUTPUT ${_fm_neon_out}
+    COMMAND ${CMAKE_CXX_COMPILER} --target=aarch64-linux-gnu -march=armv8-a
+            -O2 -std=c++17 -fno-trapping-math -DFM_KERNELS_NEON=1 -I${_fm_rt}
+            -I${_fm_rt}/include ${_fm_neon_sources} -o ${_fm_neon_out} -lpthread
+    DEPENDS ${_fm_neon_sources} ${_fm_neon_headers}
+    COMMENT "Cross-building the vision kernels' NEON check (armv8-a)"
+    VERBATIM)
+  add_custom_target(fm_vision_neon_check ALL DEPENDS ${_fm_neon_out})
+  add_test(NAME runtime.vision_kernels.neon
+    COMMAND ${FM_QEMU_AARCH64} -L ${_fm_sysroot} ${_fm_neon_out})
+  unset(_fm_rt)
+  unset(_fm_neon_sources)
+  unset(_fm_neon_headers)
+  unset(_fm_neon_out)
+elseif(FM_BUILD_TESTS)
+  message(STATUS "fm: vision NEON check off (needs clang, qemu-aarch64 and ${_fm_sysroot})")
+endif()
+unset(_fm_sysroot)
+
 unset(_fm_vision_dir)
 unset(_fm_vision_avx2)
 unset(_fm_vision_avx512)
