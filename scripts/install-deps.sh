@@ -9,7 +9,8 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-pil
+  libpng-dev libjpeg-dev libopenblas-dev
   g++-aarch64-linux-gnu qemu-user-static
 )
 
