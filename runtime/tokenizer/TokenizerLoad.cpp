@@ -1,0 +1,428 @@
+// Reads tokenizer.json and tokenizer_config.json into a TokenizerImpl; every
+// refusal names the file and the field.
+#include "tokenizer/ByteLevelAlphabet.h"
+#include "tokenizer/TokenizerImpl.h"
+#include "tokenizer/Utf8.h"
+
+#include <rapidjson/error/en.h>
+
+#include <cstdio>
+
+namespace fm::tok {
+namespace {
+
+constexpr int64_t kMaxId = (1 << 24) - 1; // 16M ids is far past any vocabulary
+
+Status parseJson(rapidjson::Document &doc, std::string &text,
+                 const std::string &name) {
+  constexpr unsigned kFlags =
+      rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
+      rapidjson::kParseNanAndInfFlag;
+  doc.ParseInsitu<kFlags>(text.data());
+  if (!doc.HasParseError())
+    return Status::ok();
+  // Line and column of the error (the in-situ parse rewrote strings before
+  // the offset, never newlines outside them, so counting still works).
+  size_t offset = doc.GetErrorOffset(), line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return Status::error(name + ": invalid JSON at line " + std::to_string(line) +
+                       ", column " + std::to_string(column) + " (byte " +
+                       std::to_string(offset) + "): " +
+                       rapidjson::GetParseError_En(doc.GetParseError()));
+}
+
+// A byte-level vocabulary string back to raw bytes; false when a character
+// is outside GPT-2's alphabet.
+bool toRawBytes(std::string_view s, std::string &out) {
+  const ByteLevelAlphabet &a = ByteLevelAlphabet::get();
+  out.clear();
+  size_t i = 0;
+  while (i < s.size()) {
+    int b = a.byteFor(decodeUtf8(s, i));
+    if (b < 0)
+      return false;
+    out.push_back(static_cast<char>(b));
+  }
+  return true;
+}
+
+std::string quoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\n')
+      out += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else
+      out.push_back(c);
+  }
+  return out + "'";
+}
+
+Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
+                 TokenizerImpl &t) {
+  if (!json.IsObject())
+    return at.error(std::string("must be an object, not ") +
+                    jsonTypeName(json));
+  std::string type;
+  FM_RETURN_IF_ERROR(jstring(json, "type", at, &type, false));
+  if (type.empty() && !jmember(json, "merges"))
+    return (at / "type").error("missing");
+  if (!type.empty() && type != "BPE")
+    return (at / "type")
+        .error("model '" + type + "' is not supported (BPE is)");
+  BpeModel &m = t.model;
+  BpeModel::Options &o = m.options;
+  o.byteLevel = byteLevel;
+  FM_RETURN_IF_ERROR(jbool(json, "byte_fallback", at, &o.byteFallback));
+  FM_RETURN_IF_ERROR(jbool(json, "fuse_unk", at, &o.fuseUnk));
+  FM_RETURN_IF_ERROR(jbool(json, "ignore_merges", at, &o.ignoreMerges));
+  FM_RETURN_IF_ERROR(jstring(json, "continuing_subword_prefix", at,
+                             &o.continuingSubwordPrefix, false));
+  FM_RETURN_IF_ERROR(
+      jstring(json, "end_of_word_suffix", at, &o.endOfWordSuffix, false));
+  if (const JValue *d = jmember(json, "dropout"))
+    if (!d->IsNull() && !(d->IsNumber() && d->GetDouble() == 0.0))
+      return (at / "dropout").error("BPE dropout is not supported (it makes "
+                                    "encoding random)");
+
+  const JValue *vocab = jmember(json, "vocab");
+  JPath vp = at / "vocab";
+  if (!vocab || !vocab->IsObject())
+    return vp.error("must be an object of token -> id");
+  int64_t maxId = -1;
+  for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
+    if (!it->value.IsInt64() || it->value.GetInt64() < 0 ||
+        it->value.GetInt64() > kMaxId)
+      return (vp / it->name.GetString())
+          .error("must be a token id in [0, " + std::to_string(kMaxId) + "]");
+    maxId = std::max<int64_t>(maxId, it->value.GetInt64());
+  }
+  size_t n = static_cast<size_t>(maxId + 1);
+  m.keys.assign(n, std::string());
+  m.present.assign(n, 0);
+  t.strings.assign(n, std::string());
+  m.vocab.reset(vocab->MemberCount());
+  std::string raw;
+  for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
+    int32_t id = static_cast<int32_t>(it->value.GetInt64());
+    std::string_view s(it->name.GetString(), it->name.GetStringLength());
+    if (m.present[id])
+      return (vp / it->name.GetString())
+          .error("id " + std::to_string(id) + " is also used by " +
+                 quoted(t.strings[id]));
+    m.present[id] = 1;
+    t.strings[id].assign(s);
+    if (!byteLevel) {
+      m.keys[id].assign(s);
+    } else if (toRawBytes(s, raw)) {
+      m.keys[id] = raw;
+    } else {
+      continue; // unreachable by a byte-level model; decodes as written
+    }
+    m.vocab.put(m.keys, id);
+  }
+
+  auto lookup = [&](std::string_view s) -> int32_t {
+    if (!byteLevel)
+      return m.vocab.get(m.keys, s);
+    std::string r;
+    if (!toRawBytes(s, r))
+      return -1;
+    return m.vocab.get(m.keys, r);
+  };
+
+  m.byteFallbackIds.fill(-1);
+  m.byteIds.fill(-1);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    m.byteFallbackIds[b] = lookup(name);
+    if (byteLevel)
+      m.byteIds[b] = m.vocab.get(m.keys, std::string(1, static_cast<char>(b)));
+  }
+
+  std::string unk;
+  FM_RETURN_IF_ERROR(jstring(json, "unk_token", at, &unk, false));
+  if (!unk.empty()) {
+    o.unkId = lookup(unk);
+    if (o.unkId < 0)
+      return (at / "unk_token").error(quoted(unk) + " is not in " + vp.path);
+  }
+
+  const JValue *merges = jmember(json, "merges");
+  JPath mp = at / "merges";
+  if (!merges || !merges->IsArray())
+    return mp.error("must be an array");
+  m.merges.reset(merges->Size());
+  size_t prefixLength = o.continuingSubwordPrefix.size();
+  std::string a, b, ab;
+  for (rapidjson::SizeType i = 0; i < merges->Size(); ++i) {
+    const JValue &e = (*merges)[i];
+    if (e.IsString()) { // "a b" (tokenizers < 0.20)
+      std::string_view s(e.GetString(), e.GetStringLength());
+      size_t space = s.find(' ');
+      if (space == std::string_view::npos)
+        return mp[i].error(quoted(s) + " is not two tokens separated by a space");
+      a.assign(s.substr(0, space));
+      b.assign(s.substr(space + 1));
+    } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
+               e[1].IsString()) {
+      a.assign(e[0].GetString(), e[0].GetStringLength());
+      b.assign(e[1].GetString(), e[1].GetStringLength());
+    } else {
+      return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
+    }
+    int32_t ia = lookup(a), ib = lookup(b);
+    if (ia < 0)
+      return mp[i].error("token " + quoted(a) + " is not in " + vp.path);
+    if (ib < 0)
+      return mp[i].error("token " + quoted(b) + " is not in " + vp.path);
+    ab = a + (b.size() >= prefixLength ? b.substr(prefixLength) : std::string());
+    int32_t iab = lookup(ab);
+    if (iab < 0)
+      return mp[i].error("the merged token " + quoted(ab) + " is not in " +
+                         vp.path);
+    m.merges.put(ia, ib, {static_cast<uint32_t>(i), iab});
+  }
+  return Status::ok();
+}
+
+Status loadAddedTokens(const JValue *list, const JPath &at, TokenizerImpl &t) {
+  if (!list || list->IsNull())
+    return Status::ok();
+  if (!list->IsArray())
+    return at.error("must be an array");
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    const JValue &e = (*list)[i];
+    JPath p = at[i];
+    if (!e.IsObject())
+      return p.error("must be an object");
+    AddedToken a;
+    int64_t id = -1;
+    FM_RETURN_IF_ERROR(jint(e, "id", p, &id, 0, kMaxId));
+    if (id < 0)
+      return (p / "id").error("missing");
+    a.id = static_cast<int32_t>(id);
+    FM_RETURN_IF_ERROR(jstring(e, "content", p, &a.content, true));
+    if (a.content.empty())
+      return (p / "content").error("is empty");
+    FM_RETURN_IF_ERROR(jbool(e, "special", p, &a.special));
+    a.normalized = !a.special; // HF's default
+    FM_RETURN_IF_ERROR(jbool(e, "lstrip", p, &a.lstrip));
+    FM_RETURN_IF_ERROR(jbool(e, "rstrip", p, &a.rstrip));
+    FM_RETURN_IF_ERROR(jbool(e, "single_word", p, &a.singleWord));
+    FM_RETURN_IF_ERROR(jbool(e, "normalized", p, &a.normalized));
+    t.added.push_back(a);
+    t.addedInfo.push_back({a.id, a.content, a.special, a.lstrip, a.rstrip,
+                           a.singleWord, a.normalized});
+  }
+  return Status::ok();
+}
+
+// tokenizer_config.json's "bos_token" etc.: a string, {"content": ...}, or
+// null.
+Status configToken(const JValue &cfg, const char *key, const JPath &at,
+                   std::string *out) {
+  const JValue *v = jmember(cfg, key);
+  if (!v || v->IsNull())
+    return Status::ok();
+  if (v->IsString()) {
+    out->assign(v->GetString(), v->GetStringLength());
+    return Status::ok();
+  }
+  if (v->IsObject())
+    return jstring(*v, "content", at / key, out, true);
+  return (at / key).error(std::string("must be a string or an object with "
+                                      "\"content\", not ") +
+                          jsonTypeName(*v));
+}
+
+Status loadConfig(std::string_view text, const std::string &name,
+                  TokenizerImpl &t, bool *rebuildPost, bool *addBos,
+                  bool *addEos) {
+  std::string copy(text);
+  rapidjson::Document doc;
+  FM_RETURN_IF_ERROR(parseJson(doc, copy, name));
+  JPath at{name, ""};
+  if (!doc.IsObject())
+    return at.error(std::string("must be a JSON object, not ") +
+                    jsonTypeName(doc));
+  FM_RETURN_IF_ERROR(configToken(doc, "bos_token", at, &t.bosToken));
+  FM_RETURN_IF_ERROR(configToken(doc, "eos_token", at, &t.eosToken));
+  FM_RETURN_IF_ERROR(configToken(doc, "pad_token", at, &t.padToken));
+  FM_RETURN_IF_ERROR(configToken(doc, "unk_token", at, &t.unkToken));
+  if (const JValue *ct = jmember(doc, "chat_template")) {
+    if (ct->IsString()) {
+      t.chatTemplate.assign(ct->GetString(), ct->GetStringLength());
+    } else if (ct->IsArray()) {
+      for (rapidjson::SizeType i = 0; i < ct->Size(); ++i) {
+        std::string tn, body;
+        JPath p = (at / "chat_template")[i];
+        FM_RETURN_IF_ERROR(jstring((*ct)[i], "name", p, &tn, true));
+        FM_RETURN_IF_ERROR(jstring((*ct)[i], "template", p, &body, true));
+        if (tn == "default")
+          t.chatTemplate = body;
+      }
+    } else if (!ct->IsNull()) {
+      return (at / "chat_template").error("must be a string or a list of "
+                                          "{name, template}");
+    }
+  }
+  // transformers' Llama and Gemma fast tokenizers rebuild the post-processor
+  // from add_bos_token (default true) and add_eos_token (default false).
+  std::string cls;
+  FM_RETURN_IF_ERROR(jstring(doc, "tokenizer_class", at, &cls, false));
+  if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Fast") == 0)
+    cls.resize(cls.size() - 4);
+  *rebuildPost = cls == "LlamaTokenizer" || cls == "GemmaTokenizer" ||
+                 cls == "CodeLlamaTokenizer";
+  *addBos = true;
+  *addEos = false;
+  FM_RETURN_IF_ERROR(jbool(doc, "add_bos_token", at, addBos));
+  FM_RETURN_IF_ERROR(jbool(doc, "add_eos_token", at, addEos));
+  return Status::ok();
+}
+
+template <typename F>
+Status component(const JValue &doc, const char *key, const JPath &at, F &&f) {
+  const JValue *v = jmember(doc, key);
+  if (!v || v->IsNull())
+    return Status::ok();
+  return f(*v, at / key);
+}
+
+} // namespace
+
+Expected<std::shared_ptr<TokenizerImpl>>
+loadTokenizer(std::string json, std::string_view configJson,
+              const std::string &name, const std::string &configName) {
+  auto t = std::make_shared<TokenizerImpl>();
+  t->name = name;
+  rapidjson::Document doc;
+  FM_RETURN_IF_ERROR(parseJson(doc, json, name));
+  JPath root{name, ""};
+  if (!doc.IsObject())
+    return root.error(std::string("must be a JSON object, not ") +
+                      jsonTypeName(doc));
+
+  FM_RETURN_IF_ERROR(component(doc, "normalizer", root,
+                               [&](const JValue &v, const JPath &p) -> Status {
+    auto n = Normalizer::fromJson(v, p);
+    if (!n)
+      return n.status();
+    t->normalizer = std::move(*n);
+    return Status::ok();
+  }));
+  FM_RETURN_IF_ERROR(component(doc, "pre_tokenizer", root,
+                               [&](const JValue &v, const JPath &p) -> Status {
+    auto n = PreTokenizer::fromJson(v, p);
+    if (!n)
+      return n.status();
+    t->preTokenizer = std::move(*n);
+    return Status::ok();
+  }));
+  const JValue *model = jmember(doc, "model");
+  if (!model)
+    return (root / "model").error("missing");
+  bool byteLevel = t->preTokenizer && t->preTokenizer->isByteLevel();
+  FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, *t));
+  FM_RETURN_IF_ERROR(loadAddedTokens(jmember(doc, "added_tokens"),
+                                     root / "added_tokens", *t));
+  FM_RETURN_IF_ERROR(component(doc, "post_processor", root,
+                               [&](const JValue &v, const JPath &p) -> Status {
+    auto n = PostProcessor::fromJson(v, p);
+    if (!n)
+      return n.status();
+    t->postProcessor = std::move(*n);
+    return Status::ok();
+  }));
+  FM_RETURN_IF_ERROR(component(doc, "decoder", root,
+                               [&](const JValue &v, const JPath &p) -> Status {
+    auto n = Decoder::fromJson(v, p);
+    if (!n)
+      return n.status();
+    t->decoder = std::move(*n);
+    return Status::ok();
+  }));
+  if (t->decoder) {
+    bool fused = false;
+    std::vector<TextCut> cuts;
+    t->decoder->collectTextCuts(fused, cuts);
+    if (cuts.size() > 1)
+      return (root / "decoder")
+          .error("more than one Strip of the whole text is not supported");
+    if (!cuts.empty())
+      t->textCut = cuts[0];
+  }
+
+  // The id table: the vocabulary, then added tokens (which win for decode,
+  // as in HF's id_to_token).
+  size_t n = t->strings.size();
+  for (const AddedToken &a : t->added)
+    n = std::max(n, static_cast<size_t>(a.id) + 1);
+  t->strings.resize(n);
+  t->present = t->model.present;
+  t->present.resize(n, 0);
+  t->special.assign(n, 0);
+  for (const AddedToken &a : t->added) {
+    t->strings[a.id] = a.content;
+    t->present[a.id] = 1;
+    t->special[a.id] = a.special;
+  }
+  t->stringToId.reserve(n);
+  for (size_t id = 0; id < n; ++id)
+    if (t->present[id])
+      t->stringToId.emplace(t->strings[id], static_cast<TokenId>(id));
+  for (const AddedToken &a : t->added)
+    t->stringToId[a.content] = a.id;
+  t->rawMatcher.build(t->added, false);
+  t->normalizedMatcher.build(t->added, true);
+
+  if (!configJson.empty()) {
+    bool rebuild = false, addBos = true, addEos = false;
+    FM_RETURN_IF_ERROR(
+        loadConfig(configJson, configName, *t, &rebuild, &addBos, &addEos));
+    auto idOf = [&](const std::string &s) -> std::optional<TokenId> {
+      if (s.empty())
+        return std::nullopt;
+      auto it = t->stringToId.find(s);
+      if (it == t->stringToId.end())
+        return std::nullopt;
+      return it->second;
+    };
+    t->bosId = idOf(t->bosToken);
+    t->eosId = idOf(t->eosToken);
+    t->padId = idOf(t->padToken);
+    t->unkId = idOf(t->unkToken);
+    if (rebuild) {
+      JPath cp{configName, ""};
+      if (addBos && !t->bosId)
+        return (cp / "add_bos_token")
+            .error("is true but bos_token " + quoted(t->bosToken) +
+                   " is not a token of " + name);
+      if (addEos && !t->eosId)
+        return (cp / "add_eos_token")
+            .error("is true but eos_token " + quoted(t->eosToken) +
+                   " is not a token of " + name);
+      std::vector<TokenId> prefix, suffix;
+      if (addBos)
+        prefix.push_back(*t->bosId);
+      if (addEos)
+        suffix.push_back(*t->eosId);
+      t->postProcessor = PostProcessor::wrap(prefix, suffix);
+    }
+  }
+  return t;
+}
+
+} // namespace fm::tok
