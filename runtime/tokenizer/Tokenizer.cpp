@@ -5,8 +5,9 @@
 #include "tokenizer/TokenizerImpl.h"
 #include "tokenizer/Utf8.h"
 
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <sys/stat.h>
 
 namespace fm {
@@ -80,6 +81,24 @@ Status TokenizerImpl::encode(std::string_view input, bool addSpecial,
   return Status::ok();
 }
 
+std::optional<TokenId> TokenizerImpl::idOf(std::string_view token) const {
+  auto it = addedIds.find(std::string(token));
+  if (it != addedIds.end())
+    return it->second;
+  int32_t id;
+  if (byteLevel) {
+    std::string raw;
+    if (!toRawBytes(token, raw))
+      return std::nullopt;
+    id = model.vocab.get(model.keys, raw);
+  } else {
+    id = model.vocab.get(model.keys, token);
+  }
+  if (id < 0)
+    return std::nullopt;
+  return id;
+}
+
 std::string TokenizerImpl::contribution(TokenId id, bool first) const {
   if (!decoder)
     return first ? strings[id] : " " + strings[id];
@@ -109,14 +128,22 @@ const std::vector<std::string> &TokenizerImpl::contributions() const {
 namespace {
 
 Expected<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::string out;
+  struct stat st;
+  if (::fstat(fileno(f), &st) == 0 && st.st_size > 0)
+    out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, n);
+  bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad)
     return Status::error(path + ": read error");
-  return ss.str();
+  return out;
 }
 
 bool isDirectory(const std::string &path) {
@@ -226,10 +253,7 @@ const std::string &Tokenizer::tokenString(TokenId id) const {
   return hasId(id) ? impl_->strings[id] : kEmpty;
 }
 std::optional<TokenId> Tokenizer::tokenToId(std::string_view token) const {
-  auto it = impl_->stringToId.find(std::string(token));
-  if (it == impl_->stringToId.end())
-    return std::nullopt;
-  return it->second;
+  return impl_->idOf(token);
 }
 const std::string &Tokenizer::tokenBytes(TokenId id) const {
   return hasId(id) ? impl_->contributions()[id] : kEmpty;

@@ -37,7 +37,12 @@ struct TokenizerImpl {
   std::vector<std::string> strings;
   std::vector<uint8_t> present;
   std::vector<uint8_t> special;
-  std::unordered_map<std::string, TokenId> stringToId;
+  /// Added tokens (and vocabulary strings outside a byte-level alphabet)
+  /// by string; the rest is found through the model's map.
+  std::unordered_map<std::string, TokenId> addedIds;
+  bool byteLevel = false;
+  /// The id of a token string as the file writes it.
+  std::optional<TokenId> idOf(std::string_view token) const;
 
   // tokenizer_config.json
   std::string bosToken, eosToken, padToken, unkToken, chatTemplate;
@@ -57,6 +62,10 @@ private:
   mutable std::once_flag contributionsOnce_;
   mutable std::vector<std::string> contributions_;
 };
+
+/// A byte-level vocabulary string back to raw bytes; false when a character
+/// is outside GPT-2's alphabet.
+bool toRawBytes(std::string_view s, std::string &out);
 
 /// Builds a TokenizerImpl from file contents (TokenizerLoad.cpp).
 Expected<std::shared_ptr<TokenizerImpl>>

@@ -38,20 +38,30 @@ Status parseJson(rapidjson::Document &doc, std::string &text,
                        rapidjson::GetParseError_En(doc.GetParseError()));
 }
 
-// A byte-level vocabulary string back to raw bytes; false when a character
-// is outside GPT-2's alphabet.
+} // namespace
+
 bool toRawBytes(std::string_view s, std::string &out) {
   const ByteLevelAlphabet &a = ByteLevelAlphabet::get();
-  out.clear();
-  size_t i = 0;
+  out.resize(s.size());
+  size_t i = 0, n = 0;
   while (i < s.size()) {
-    int b = a.byteFor(decodeUtf8(s, i));
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    int b;
+    if (c < 0x80) { // ASCII stands for itself, except what the alphabet moved
+      b = a.byteFor(c);
+      ++i;
+    } else {
+      b = a.byteFor(decodeUtf8(s, i));
+    }
     if (b < 0)
       return false;
-    out.push_back(static_cast<char>(b));
+    out[n++] = static_cast<char>(b);
   }
+  out.resize(n);
   return true;
 }
+
+namespace {
 
 std::string quoted(std::string_view s) {
   std::string out = "'";
@@ -113,6 +123,15 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   t.strings.assign(n, std::string());
   m.vocab.reset(vocab->MemberCount());
   std::string raw;
+  // Inserted in batches whose slots are prefetched first.
+  int32_t pending[32];
+  uint64_t pendingHash[32];
+  size_t pendingCount = 0;
+  auto flush = [&] {
+    for (size_t j = 0; j < pendingCount; ++j)
+      m.vocab.put(m.keys, pending[j], pendingHash[j]);
+    pendingCount = 0;
+  };
   for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
     int32_t id = static_cast<int32_t>(it->value.GetInt64());
     std::string_view s(it->name.GetString(), it->name.GetStringLength());
@@ -127,18 +146,27 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
     } else if (toRawBytes(s, raw)) {
       m.keys[id] = raw;
     } else {
-      continue; // unreachable by a byte-level model; decodes as written
+      // Unreachable by a byte-level model; decodes as written, found by
+      // tokenToId through addedIds.
+      t.addedIds.emplace(t.strings[id], id);
+      continue;
     }
-    m.vocab.put(m.keys, id);
+    uint64_t h = hashBytes(m.keys[id].data(), m.keys[id].size());
+    m.vocab.prefetch(h);
+    pending[pendingCount] = id;
+    pendingHash[pendingCount] = h;
+    if (++pendingCount == 32)
+      flush();
   }
+  flush();
 
+  std::string rawLookup;
   auto lookup = [&](std::string_view s) -> int32_t {
     if (!byteLevel)
       return m.vocab.get(m.keys, s);
-    std::string r;
-    if (!toRawBytes(s, r))
+    if (!toRawBytes(s, rawLookup))
       return -1;
-    return m.vocab.get(m.keys, r);
+    return m.vocab.get(m.keys, rawLookup);
   };
 
   m.byteFallbackIds.fill(-1);
@@ -164,35 +192,86 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   if (!merges || !merges->IsArray())
     return mp.error("must be an array");
   m.merges.reset(merges->Size());
-  size_t prefixLength = o.continuingSubwordPrefix.size();
-  std::string a, b, ab;
-  for (rapidjson::SizeType i = 0; i < merges->Size(); ++i) {
-    const JValue &e = (*merges)[i];
-    if (e.IsString()) { // "a b" (tokenizers < 0.20)
-      std::string_view s(e.GetString(), e.GetStringLength());
-      size_t space = s.find(' ');
-      if (space == std::string_view::npos)
-        return mp[i].error(quoted(s) + " is not two tokens separated by a space");
-      a.assign(s.substr(0, space));
-      b.assign(s.substr(space + 1));
-    } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
-               e[1].IsString()) {
-      a.assign(e[0].GetString(), e[0].GetStringLength());
-      b.assign(e[1].GetString(), e[1].GetStringLength());
-    } else {
-      return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
+  const size_t prefixLength = o.continuingSubwordPrefix.size();
+  // Hundreds of thousands of merges, three lookups each: done in batches
+  // whose hash slots are prefetched before they are read.
+  constexpr size_t kBatch = 32;
+  struct Item {
+    std::string_view a, b;
+    std::string ka, kb, ab; // model-side keys
+    uint64_t ha, hb, hab;
+    int32_t ia, ib;
+  };
+  std::vector<Item> batch(kBatch);
+  rapidjson::SizeType total = merges->Size();
+  for (rapidjson::SizeType base = 0; base < total; base += kBatch) {
+    size_t count = std::min<size_t>(kBatch, total - base);
+    for (size_t j = 0; j < count; ++j) {
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      const JValue &e = (*merges)[i];
+      Item &it = batch[j];
+      if (e.IsString()) { // "a b" (tokenizers < 0.20)
+        std::string_view s(e.GetString(), e.GetStringLength());
+        size_t space = s.find(' ');
+        if (space == std::string_view::npos)
+          return mp[i].error(quoted(s) +
+                             " is not two tokens separated by a space");
+        it.a = s.substr(0, space);
+        it.b = s.substr(space + 1);
+      } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
+                 e[1].IsString()) {
+        it.a = std::string_view(e[0].GetString(), e[0].GetStringLength());
+        it.b = std::string_view(e[1].GetString(), e[1].GetStringLength());
+      } else {
+        return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
+      }
+      bool okA = true, okB = true;
+      if (byteLevel) {
+        okA = toRawBytes(it.a, it.ka);
+        okB = toRawBytes(it.b, it.kb);
+      } else {
+        it.ka.assign(it.a);
+        it.kb.assign(it.b);
+      }
+      if (!okA)
+        return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
+      if (!okB)
+        return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
+      it.ha = hashBytes(it.ka.data(), it.ka.size());
+      it.hb = hashBytes(it.kb.data(), it.kb.size());
+      m.vocab.prefetch(it.ha);
+      m.vocab.prefetch(it.hb);
     }
-    int32_t ia = lookup(a), ib = lookup(b);
-    if (ia < 0)
-      return mp[i].error("token " + quoted(a) + " is not in " + vp.path);
-    if (ib < 0)
-      return mp[i].error("token " + quoted(b) + " is not in " + vp.path);
-    ab = a + (b.size() >= prefixLength ? b.substr(prefixLength) : std::string());
-    int32_t iab = lookup(ab);
-    if (iab < 0)
-      return mp[i].error("the merged token " + quoted(ab) + " is not in " +
-                         vp.path);
-    m.merges.put(ia, ib, {static_cast<uint32_t>(i), iab});
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      it.ia = m.vocab.find(m.keys, it.ka, it.ha);
+      it.ib = m.vocab.find(m.keys, it.kb, it.hb);
+      if (it.ia < 0)
+        return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
+      if (it.ib < 0)
+        return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
+      // The merged token: a's key and b's without the continuing-subword
+      // prefix.
+      it.ab.assign(it.ka);
+      if (it.kb.size() >= prefixLength)
+        it.ab.append(it.kb, prefixLength, std::string::npos);
+      it.hab = hashBytes(it.ab.data(), it.ab.size());
+      m.vocab.prefetch(it.hab);
+      m.merges.prefetch(it.ia, it.ib);
+    }
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      int32_t iab = m.vocab.find(m.keys, it.ab, it.hab);
+      if (iab < 0)
+        return mp[i].error("the merged token " +
+                           quoted(std::string(it.a) +
+                                  std::string(it.b.substr(
+                                      std::min(it.b.size(), prefixLength)))) +
+                           " is not in " + vp.path);
+      m.merges.put(it.ia, it.ib, {static_cast<uint32_t>(i), iab});
+    }
   }
   return Status::ok();
 }
@@ -335,6 +414,7 @@ loadTokenizer(std::string json, std::string_view configJson,
   if (!model)
     return (root / "model").error("missing");
   bool byteLevel = t->preTokenizer && t->preTokenizer->isByteLevel();
+  t->byteLevel = byteLevel;
   FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, *t));
   FM_RETURN_IF_ERROR(loadAddedTokens(jmember(doc, "added_tokens"),
                                      root / "added_tokens", *t));
@@ -379,12 +459,8 @@ loadTokenizer(std::string json, std::string_view configJson,
     t->present[a.id] = 1;
     t->special[a.id] = a.special;
   }
-  t->stringToId.reserve(n);
-  for (size_t id = 0; id < n; ++id)
-    if (t->present[id])
-      t->stringToId.emplace(t->strings[id], static_cast<TokenId>(id));
   for (const AddedToken &a : t->added)
-    t->stringToId[a.content] = a.id;
+    t->addedIds[a.content] = a.id;
   t->rawMatcher.build(t->added, false);
   t->normalizedMatcher.build(t->added, true);
 
@@ -395,10 +471,7 @@ loadTokenizer(std::string json, std::string_view configJson,
     auto idOf = [&](const std::string &s) -> std::optional<TokenId> {
       if (s.empty())
         return std::nullopt;
-      auto it = t->stringToId.find(s);
-      if (it == t->stringToId.end())
-        return std::nullopt;
-      return it->second;
+      return t->idOf(s);
     };
     t->bosId = idOf(t->bosToken);
     t->eosId = idOf(t->eosToken);
