@@ -114,6 +114,7 @@ ChatTemplate::render(const std::vector<ChatMessage> &messages,
   }
   chat::RenderLimits limits;
   limits.maxOutputBytes = options.maxOutputBytes;
+  limits.maxSteps = options.maxSteps;
   std::time_t now = options.now ? static_cast<std::time_t>(*options.now)
                                 : std::time(nullptr);
   try {
@@ -140,6 +141,7 @@ ChatTemplate::renderJson(std::string_view contextJson,
   }
   chat::RenderLimits limits;
   limits.maxOutputBytes = options.maxOutputBytes;
+  limits.maxSteps = options.maxSteps;
   std::time_t now = options.now ? static_cast<std::time_t>(*options.now)
                                 : std::time(nullptr);
   try {

@@ -117,6 +117,12 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
           .error("must be a token id in [0, " + std::to_string(kMaxId) + "]");
     maxId = std::max<int64_t>(maxId, it->value.GetInt64());
   }
+  // Real vocabularies are dense; a few ids far past the count would only
+  // make the id tables huge.
+  if (maxId >= static_cast<int64_t>(vocab->MemberCount()) * 2 + 65536)
+    return vp.error("id " + std::to_string(maxId) + " leaves most ids below it "
+                    "unused (" + std::to_string(vocab->MemberCount()) +
+                    " tokens)");
   size_t n = static_cast<size_t>(maxId + 1);
   m.keys.assign(n, std::string());
   m.present.assign(n, 0);
@@ -288,7 +294,8 @@ Status loadAddedTokens(const JValue *list, const JPath &at, TokenizerImpl &t) {
       return p.error("must be an object");
     AddedToken a;
     int64_t id = -1;
-    FM_RETURN_IF_ERROR(jint(e, "id", p, &id, 0, kMaxId));
+    int64_t limit = static_cast<int64_t>(t.strings.size() + list->Size()) * 2 + 65536;
+    FM_RETURN_IF_ERROR(jint(e, "id", p, &id, 0, std::min(kMaxId, limit)));
     if (id < 0)
       return (p / "id").error("missing");
     a.id = static_cast<int32_t>(id);
