@@ -13,7 +13,7 @@ namespace fm::chat {
 
 struct RenderLimits {
   size_t maxOutputBytes = 64u << 20;
-  uint64_t maxSteps = 50'000'000; // statements and loop iterations
+  uint64_t maxSteps = 5'000'000;  // statements and loop iterations
   int maxDepth = 256;             // macro calls and nesting
 };
 

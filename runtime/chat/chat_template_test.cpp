@@ -21,7 +21,9 @@ std::string error(const std::string &src, const std::string &json = "{}") {
   auto t = fm::ChatTemplate::compile(src, "tpl");
   if (!t)
     return t.message();
-  auto out = t->renderJson(json);
+  fm::ChatTemplateOptions o;
+  o.maxSteps = 200'000; // keeps the runaway cases below short
+  auto out = t->renderJson(json, o);
   return out ? "(no error)" : out.message();
 }
 
@@ -80,7 +82,7 @@ TEST(ChatTemplate, ErrorsNameTheLine) {
 TEST(ChatTemplate, HostileTemplatesStop) {
   EXPECT_NE(error("{% for i in range(1000000000) %}{% endfor %}").find("too long"),
             std::string::npos);
-  EXPECT_NE(error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+  EXPECT_NE(error("{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}")
                 .find("runs too long"),
             std::string::npos);
   EXPECT_NE(error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}").find("nest deeper"),

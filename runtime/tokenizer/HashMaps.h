@@ -11,21 +11,30 @@
 namespace fm::tok {
 
 inline uint64_t hashBytes(const char *p, size_t n) {
-  // wyhash-style mixing of 8-byte words; strings here are short.
+  // wyhash-style mixing of (overlapping) 8-, 4- and 1-byte loads: strings
+  // here are short, and a byte loop would dominate.
   const uint64_t m = 0x9E3779B97F4A7C15ull;
-  uint64_t h = n * m;
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * m;
-    h ^= h >> 29;
-    p += 8;
-    n -= 8;
+  uint64_t h = (n + 1) * m, w;
+  if (n >= 8) {
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+      std::memcpy(&w, p + k, 8);
+      h = (h ^ w) * m;
+      h ^= h >> 29;
+    }
+    std::memcpy(&w, p + n - 8, 8); // the tail, overlapping
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    w = (static_cast<uint64_t>(b) << 32) | a;
+  } else if (n > 0) {
+    w = static_cast<uint8_t>(p[0]) | (static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8) |
+        (static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16);
+  } else {
+    w = 0;
   }
-  uint64_t w = 0;
-  for (size_t k = 0; k < n; ++k) // a variable-length memcpy would be a call
-    w |= static_cast<uint64_t>(static_cast<uint8_t>(p[k])) << (8 * k);
-  h = (h ^ w ^ (static_cast<uint64_t>(n) << 59)) * m;
+  h = (h ^ w) * m;
   h ^= h >> 32;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 31;

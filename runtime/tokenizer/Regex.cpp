@@ -186,7 +186,7 @@ Expected<Regex> Regex::compile(std::string_view pattern,
   PCRE2_SIZE errorOffset = 0;
   pcre2_code *code = pcre2_compile(
       reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-      PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &errorCode, &errorOffset,
+      PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset,
       nullptr);
   if (!code) {
     // Recompile the original to report an offset into what the user wrote.

@@ -13,16 +13,43 @@ namespace {
 
 constexpr int64_t kMaxId = (1 << 24) - 1; // 16M ids is far past any vocabulary
 
+std::string lineAndColumn(const std::string &text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column) +
+         " (byte " + std::to_string(offset) + ")";
+}
+
 Status parseJson(rapidjson::Document &doc, std::string &text,
                  const std::string &name) {
+  // The whole file is checked to be UTF-8 first (faster than RapidJSON's
+  // per-string check); RapidJSON itself refuses escapes of lone surrogates,
+  // so every string it gives is valid UTF-8.
+  if (!isValidUtf8(text)) {
+    size_t bad = 0;
+    const auto *s = reinterpret_cast<const uint8_t *>(text.data());
+    while (bad < text.size()) {
+      Utf8Scan r = scanUtf8(s + bad, text.size() - bad);
+      if (!r.length)
+        break;
+      bad += r.length;
+    }
+    return Status::error(name + ": invalid UTF-8 at " + lineAndColumn(text, bad));
+  }
   constexpr unsigned kFlags =
-      rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag |
-      rapidjson::kParseNanAndInfFlag;
+      rapidjson::kParseInsituFlag | rapidjson::kParseNanAndInfFlag;
   doc.ParseInsitu<kFlags>(text.data());
   if (!doc.HasParseError())
     return Status::ok();
-  // Line and column of the error (the in-situ parse rewrote strings before
-  // the offset, never newlines outside them, so counting still works).
+  // The in-situ parse rewrote strings before the offset, never newlines
+  // outside them, so counting lines still works.
   size_t offset = doc.GetErrorOffset(), line = 1, column = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) {
     if (text[i] == '\n') {

@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   o.eosToken = "</s>";
   o.now = 0;
   o.maxOutputBytes = 1 << 20;
+  o.maxSteps = 100'000;
   o.extraJson = R"({"tools": [{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object"}}}], "enable_thinking": false})";
   fm::Expected<std::string> out = t->render(

@@ -35,8 +35,9 @@ struct ChatTemplateOptions {
   /// nullopt: the clock.
   std::optional<int64_t> now;
   size_t maxOutputBytes = 64u << 20;
-  /// Statements and loop iterations before rendering gives up.
-  uint64_t maxSteps = 50'000'000;
+  /// Statements and loop iterations before rendering gives up (real chat
+  /// templates take thousands; this stops a hostile one within seconds).
+  uint64_t maxSteps = 5'000'000;
 };
 
 /// Compiled once, rendered as often as needed; copies share it. Supports
