@@ -1,0 +1,281 @@
+// Building, checking and flattening the byte-level grammar.
+#include "grammar/Cfg.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace fm::grammar {
+
+int32_t Cfg::addRule(std::string name) {
+  rules_.push_back({std::move(name), {}});
+  return int32_t(rules_.size() - 1);
+}
+
+void Cfg::addAlt(int32_t rule, std::vector<Sym> seq) {
+  rules_[rule].alts.push_back(std::move(seq));
+}
+
+Sym Cfg::terminal(const ByteSet &set) {
+  auto it = terminalIds_.find(set);
+  if (it != terminalIds_.end())
+    return it->second;
+  terminals_.push_back(set);
+  Sym s = terminalSym(int32_t(terminals_.size() - 1));
+  terminalIds_[set] = s;
+  return s;
+}
+
+Sym Cfg::byte(uint8_t b) {
+  ByteSet s;
+  s.set(b);
+  return terminal(s);
+}
+
+Sym Cfg::literal(std::string_view bytes) {
+  if (bytes.size() == 1)
+    return byte(uint8_t(bytes[0]));
+  std::string key(bytes);
+  auto it = literals_.find(key);
+  if (it != literals_.end())
+    return it->second;
+  std::vector<Sym> seq;
+  for (char c : bytes)
+    seq.push_back(byte(uint8_t(c)));
+  std::string name = "\"";
+  for (char c : bytes)
+    name += (uint8_t(c) >= 0x20 && uint8_t(c) < 0x7F) ? std::string(1, c) : std::string("?");
+  name += "\"";
+  int32_t r = addRule(name);
+  addAlt(r, std::move(seq));
+  literals_[key] = r;
+  return r;
+}
+
+Sym Cfg::utf8Char(const CpSet &set) {
+  auto it = chars_.find(set);
+  if (it != chars_.end())
+    return it->second;
+  std::vector<ByteRangeSeq> seqs = utf8Sequences(set);
+  Sym result;
+  if (seqs.size() == 1 && seqs[0].size() == 1) {
+    ByteSet b;
+    b.setRange(seqs[0][0].first, seqs[0][0].second);
+    result = terminal(b);
+  } else {
+    int32_t r = addRule("char");
+    // Merge the one-byte families into one terminal: fewer parallel stacks.
+    ByteSet ascii;
+    for (const ByteRangeSeq &seq : seqs) {
+      if (seq.size() == 1) {
+        ascii.setRange(seq[0].first, seq[0].second);
+        continue;
+      }
+      std::vector<Sym> alt;
+      for (auto [lo, hi] : seq) {
+        ByteSet b;
+        b.setRange(lo, hi);
+        alt.push_back(terminal(b));
+      }
+      addAlt(r, std::move(alt));
+    }
+    if (!ascii.empty())
+      addAlt(r, {terminal(ascii)});
+    result = r;
+  }
+  chars_[set] = result;
+  return result;
+}
+
+Sym Cfg::sequence(std::vector<Sym> seq, const std::string &name) {
+  if (seq.size() == 1)
+    return seq[0];
+  int32_t r = addRule(name);
+  addAlt(r, std::move(seq));
+  return r;
+}
+
+Sym Cfg::choice(std::vector<std::vector<Sym>> alts, const std::string &name) {
+  if (alts.size() == 1 && alts[0].size() == 1)
+    return alts[0][0];
+  int32_t r = addRule(name);
+  for (auto &a : alts)
+    addAlt(r, std::move(a));
+  return r;
+}
+
+Sym Cfg::nothing() {
+  if (nothing_ < 0)
+    nothing_ = addRule("nothing");
+  return nothing_;
+}
+
+Sym Cfg::empty() {
+  if (empty_ < 0) {
+    empty_ = addRule("empty");
+    addAlt(empty_, {});
+  }
+  return empty_;
+}
+
+Sym Cfg::repeat(Sym x, int64_t min, int64_t max, const std::string &name) {
+  auto key = std::make_tuple(x, min, max);
+  auto it = repeats_.find(key);
+  if (it != repeats_.end())
+    return it->second;
+  Sym tail;
+  if (max < 0) {
+    int32_t star = addRule(name + "*");
+    addAlt(star, {x, star});
+    addAlt(star, {});
+    tail = star;
+  } else {
+    tail = empty();
+    for (int64_t k = 0; k < max - min; ++k) {
+      int32_t opt = addRule(name + "?");
+      addAlt(opt, {x, tail});
+      addAlt(opt, {});
+      tail = opt;
+    }
+  }
+  std::vector<Sym> seq(size_t(std::max<int64_t>(min, 0)), x);
+  seq.push_back(tail);
+  Sym r = sequence(std::move(seq), name);
+  repeats_[key] = r;
+  return r;
+}
+
+Expected<CompiledGrammar> compileCfg(const Cfg &cfg, const std::string &what) {
+  const auto &rules = cfg.rules();
+  const auto &terms = cfg.terminals();
+  size_t n = rules.size();
+  if (cfg.root < 0 || size_t(cfg.root) >= n)
+    return Status::error(what + ": no root rule");
+
+  // Productive rules: some alternative made only of non-empty terminals and productive rules.
+  std::vector<char> productive(n, 0);
+  auto symOk = [&](Sym s) {
+    return isTerminal(s) ? !terms[terminalIndex(s)].empty() : productive[s] != 0;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (productive[r])
+        continue;
+      for (const auto &alt : rules[r].alts) {
+        if (std::all_of(alt.begin(), alt.end(), symOk)) {
+          productive[r] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+
+  CompiledGrammar g;
+  g.terminals = terms;
+  if (!productive[cfg.root]) {
+    // The language is empty: a grammar whose only position accepts nothing.
+    g.empty = true;
+    g.ruleNames = {rules[cfg.root].name};
+    g.altBegin = {0, 0};
+    g.syms = {0, kEnd};
+    g.start = 0;
+    return g;
+  }
+
+  // Keep the productive alternatives; find what the root reaches.
+  std::vector<std::vector<const std::vector<Sym> *>> alts(n);
+  for (size_t r = 0; r < n; ++r)
+    for (const auto &alt : rules[r].alts)
+      if (std::all_of(alt.begin(), alt.end(), symOk))
+        alts[r].push_back(&alt);
+  std::vector<int32_t> newId(n, -1);
+  std::vector<int32_t> order;
+  std::vector<int32_t> todo{cfg.root};
+  newId[cfg.root] = 0;
+  order.push_back(cfg.root);
+  while (!todo.empty()) {
+    int32_t r = todo.back();
+    todo.pop_back();
+    for (const auto *alt : alts[r])
+      for (Sym s : *alt)
+        if (!isTerminal(s) && newId[s] < 0) {
+          newId[s] = int32_t(order.size());
+          order.push_back(s);
+          todo.push_back(s);
+        }
+  }
+
+  // Nullable rules, then left recursion: an edge A -> B when B can start A's alternative.
+  size_t m = order.size();
+  std::vector<char> nullable(m, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < m; ++i) {
+      if (nullable[i])
+        continue;
+      for (const auto *alt : alts[order[i]]) {
+        bool all = std::all_of(alt->begin(), alt->end(),
+                               [&](Sym s) { return !isTerminal(s) && nullable[newId[s]]; });
+        if (all) {
+          nullable[i] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<std::vector<int32_t>> left(m);
+  for (size_t i = 0; i < m; ++i)
+    for (const auto *alt : alts[order[i]])
+      for (Sym s : *alt) {
+        if (isTerminal(s))
+          break;
+        left[i].push_back(newId[s]);
+        if (!nullable[newId[s]])
+          break;
+      }
+  std::vector<int8_t> color(m, 0);
+  std::vector<int32_t> path;
+  std::string cycle;
+  std::function<bool(int32_t)> dfs = [&](int32_t v) {
+    color[v] = 1;
+    path.push_back(v);
+    for (int32_t w : left[v]) {
+      if (color[w] == 1) {
+        auto it = std::find(path.begin(), path.end(), w);
+        for (; it != path.end(); ++it)
+          cycle += "'" + rules[order[*it]].name + "' -> ";
+        cycle += "'" + rules[order[w]].name + "'";
+        return true;
+      }
+      if (color[w] == 0 && dfs(w))
+        return true;
+    }
+    path.pop_back();
+    color[v] = 2;
+    return false;
+  };
+  for (size_t i = 0; i < m; ++i)
+    if (color[i] == 0 && dfs(int32_t(i)))
+      return Status::error(what + ": left recursion (a rule reaches itself before reading "
+                                  "any byte): " + cycle);
+
+  // Flatten. Position 0 calls the root; the rules follow.
+  g.syms = {0, kEnd};
+  g.start = 0;
+  g.altBegin.push_back(0);
+  for (size_t i = 0; i < m; ++i) {
+    g.ruleNames.push_back(rules[order[i]].name);
+    for (const auto *alt : alts[order[i]]) {
+      g.altStart.push_back(int32_t(g.syms.size()));
+      for (Sym s : *alt)
+        g.syms.push_back(isTerminal(s) ? s : newId[s]);
+      g.syms.push_back(kEnd);
+    }
+    g.altBegin.push_back(int32_t(g.altStart.size()));
+  }
+  return g;
+}
+
+} // namespace fm::grammar
