@@ -69,9 +69,11 @@ Sym JsonRules::stringChar(const CpSet &set) {
     if (set.contains('/'))
       alts.push_back({cfg_.literal("\\/")});
     // Every character also as \uXXXX (BMP) or a surrogate pair (astral), in either case.
-    for (auto [lo, hi] : set.intersect(CpSet::range(0, 0xFFFF)).ranges())
+    CpSet bmp = set.intersect(CpSet::range(0, 0xFFFF));
+    CpSet astral = set.intersect(CpSet::range(0x10000, kMaxCodePoint));
+    for (auto [lo, hi] : bmp.ranges())
       alts.push_back({hex4(lo, hi, false)});
-    for (auto [lo, hi] : set.intersect(CpSet::range(0x10000, kMaxCodePoint)).ranges())
+    for (auto [lo, hi] : astral.ranges())
       for (const auto &f : digitRanges(lo - 0x10000, hi - 0x10000, 1024, 2))
         alts.push_back({hex4(0xD800 + f[0].first, 0xD800 + f[0].second, false),
                         hex4(0xDC00 + f[1].first, 0xDC00 + f[1].second, false)});
