@@ -2,7 +2,6 @@
 #include "grammar/Cfg.h"
 
 #include <algorithm>
-#include <functional>
 
 namespace fm::grammar {
 
@@ -51,37 +50,37 @@ Sym Cfg::literal(std::string_view bytes) {
   return r;
 }
 
+const std::vector<std::vector<Sym>> &Cfg::utf8Alts(const CpSet &set) {
+  auto it = charAlts_.find(set);
+  if (it != charAlts_.end())
+    return it->second;
+  std::vector<std::vector<Sym>> alts;
+  // The one-byte families merge into one terminal: fewer parallel stacks.
+  ByteSet ascii;
+  for (const ByteRangeSeq &seq : utf8Sequences(set)) {
+    if (seq.size() == 1) {
+      ascii.setRange(seq[0].first, seq[0].second);
+      continue;
+    }
+    std::vector<Sym> alt;
+    for (auto [lo, hi] : seq) {
+      ByteSet b;
+      b.setRange(lo, hi);
+      alt.push_back(terminal(b));
+    }
+    alts.push_back(std::move(alt));
+  }
+  if (!ascii.empty())
+    alts.insert(alts.begin(), std::vector<Sym>{terminal(ascii)});
+  return charAlts_[set] = std::move(alts);
+}
+
 Sym Cfg::utf8Char(const CpSet &set) {
   auto it = chars_.find(set);
   if (it != chars_.end())
     return it->second;
-  std::vector<ByteRangeSeq> seqs = utf8Sequences(set);
-  Sym result;
-  if (seqs.size() == 1 && seqs[0].size() == 1) {
-    ByteSet b;
-    b.setRange(seqs[0][0].first, seqs[0][0].second);
-    result = terminal(b);
-  } else {
-    int32_t r = addRule("char");
-    // Merge the one-byte families into one terminal: fewer parallel stacks.
-    ByteSet ascii;
-    for (const ByteRangeSeq &seq : seqs) {
-      if (seq.size() == 1) {
-        ascii.setRange(seq[0].first, seq[0].second);
-        continue;
-      }
-      std::vector<Sym> alt;
-      for (auto [lo, hi] : seq) {
-        ByteSet b;
-        b.setRange(lo, hi);
-        alt.push_back(terminal(b));
-      }
-      addAlt(r, std::move(alt));
-    }
-    if (!ascii.empty())
-      addAlt(r, {terminal(ascii)});
-    result = r;
-  }
+  std::vector<std::vector<Sym>> alts = utf8Alts(set);
+  Sym result = alts.empty() ? nothing() : choice(std::move(alts), "char");
   chars_[set] = result;
   return result;
 }
@@ -123,16 +122,30 @@ Sym Cfg::repeat(Sym x, int64_t min, int64_t max, const std::string &name) {
   if (it != repeats_.end())
     return it->second;
   Sym tail;
+  // Splice a small all-terminal rule (a UTF-8 character class) into the loop, so the loop's
+  // stack top stays one frame and tokens spanning several characters cache as accepted.
+  std::vector<std::vector<Sym>> body{{x}};
+  if (!isTerminal(x) && x >= 0 && rules_[x].alts.size() <= 16 &&
+      std::all_of(rules_[x].alts.begin(), rules_[x].alts.end(), [](const std::vector<Sym> &a) {
+        return !a.empty() && std::all_of(a.begin(), a.end(), isTerminal);
+      }))
+    body = rules_[x].alts;
   if (max < 0) {
     int32_t star = addRule(name + "*");
-    addAlt(star, {x, star});
+    for (auto alt : body) {
+      alt.push_back(star);
+      addAlt(star, std::move(alt));
+    }
     addAlt(star, {});
     tail = star;
   } else {
     tail = empty();
     for (int64_t k = 0; k < max - min; ++k) {
       int32_t opt = addRule(name + "?");
-      addAlt(opt, {x, tail});
+      for (auto alt : body) {
+        alt.push_back(tail);
+        addAlt(opt, std::move(alt));
+      }
       addAlt(opt, {});
       tail = opt;
     }
@@ -235,31 +248,39 @@ Expected<CompiledGrammar> compileCfg(const Cfg &cfg, const std::string &what) {
         if (!nullable[newId[s]])
           break;
       }
+  // Iterative DFS (grammars may chain thousands of rules): a grey node seen again is a cycle.
   std::vector<int8_t> color(m, 0);
-  std::vector<int32_t> path;
-  std::string cycle;
-  std::function<bool(int32_t)> dfs = [&](int32_t v) {
-    color[v] = 1;
-    path.push_back(v);
-    for (int32_t w : left[v]) {
-      if (color[w] == 1) {
-        auto it = std::find(path.begin(), path.end(), w);
-        for (; it != path.end(); ++it)
-          cycle += "'" + rules[order[*it]].name + "' -> ";
-        cycle += "'" + rules[order[w]].name + "'";
-        return true;
+  std::vector<std::pair<int32_t, size_t>> stack; // (rule, next edge)
+  for (size_t root = 0; root < m; ++root) {
+    if (color[root])
+      continue;
+    stack.push_back({int32_t(root), 0});
+    color[root] = 1;
+    while (!stack.empty()) {
+      auto &[v, next] = stack.back();
+      if (next == left[v].size()) {
+        color[v] = 2;
+        stack.pop_back();
+        continue;
       }
-      if (color[w] == 0 && dfs(w))
-        return true;
+      int32_t w = left[v][next++];
+      if (color[w] == 1) {
+        std::string cycle;
+        size_t k = 0;
+        while (stack[k].first != w)
+          ++k;
+        for (; k < stack.size(); ++k)
+          cycle += "'" + rules[order[stack[k].first]].name + "' -> ";
+        cycle += "'" + rules[order[w]].name + "'";
+        return Status::error(what + ": left recursion (a rule reaches itself before reading "
+                                    "any byte): " + cycle);
+      }
+      if (color[w] == 0) {
+        color[w] = 1;
+        stack.push_back({w, 0});
+      }
     }
-    path.pop_back();
-    color[v] = 2;
-    return false;
-  };
-  for (size_t i = 0; i < m; ++i)
-    if (color[i] == 0 && dfs(int32_t(i)))
-      return Status::error(what + ": left recursion (a rule reaches itself before reading "
-                                  "any byte): " + cycle);
+  }
 
   // Flatten. Position 0 calls the root; the rules follow.
   g.syms = {0, kEnd};

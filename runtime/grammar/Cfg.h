@@ -50,7 +50,10 @@ public:
   Sym byte(uint8_t b);
   /// A rule spelling exactly `bytes` (a terminal when it is one byte).
   Sym literal(std::string_view bytes);
-  /// A rule for one code point of `set`, spelled in UTF-8 (interned by set).
+  /// The UTF-8 spellings of one code point of `set` as alternatives of terminals, for callers
+  /// that splice them into their own rules (so a character loop stays in one frame).
+  const std::vector<std::vector<Sym>> &utf8Alts(const CpSet &set);
+  /// The same as one rule (or one terminal), interned by set.
   Sym utf8Char(const CpSet &set);
   /// rule ::= seq (one alternative), or the symbol itself for a one-symbol sequence.
   Sym sequence(std::vector<Sym> seq, const std::string &name);
@@ -78,6 +81,7 @@ private:
   std::map<ByteSet, Sym> terminalIds_;
   std::map<std::string, Sym> literals_;
   std::map<CpSet, Sym> chars_;
+  std::map<CpSet, std::vector<std::vector<Sym>>> charAlts_;
   std::map<std::tuple<Sym, int64_t, int64_t>, Sym> repeats_;
   Sym nothing_ = -1, empty_ = -1;
 };

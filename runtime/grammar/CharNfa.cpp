@@ -251,20 +251,20 @@ CharNfa literalNfa(const std::u32string &text) {
   return out;
 }
 
-Sym emitNfa(const CharNfa &nfa, Cfg &cfg, const std::function<Sym(const CpSet &)> &encode,
-            const std::string &name) {
+Sym emitNfa(const CharNfa &nfa, Cfg &cfg, const CharEncoder &encode, const std::string &name) {
   size_t n = nfa.stateCount();
   std::vector<int32_t> rule(n, -1);
   for (size_t s = 0; s < n; ++s)
     rule[s] = cfg.addRule(name);
   for (size_t s = 0; s < n; ++s) {
     for (const auto &e : nfa.out[s]) {
-      Sym c = encode(nfa.sets[e.set]);
       // A final state with no way on needs no rule call after the character.
-      if (nfa.out[e.to].empty() && nfa.accept[e.to])
-        cfg.addAlt(rule[s], {c});
-      else
-        cfg.addAlt(rule[s], {c, rule[e.to]});
+      bool sink = nfa.out[e.to].empty() && nfa.accept[e.to];
+      for (std::vector<Sym> alt : encode(nfa.sets[e.set])) {
+        if (!sink)
+          alt.push_back(rule[e.to]);
+        cfg.addAlt(rule[s], std::move(alt));
+      }
     }
     if (nfa.accept[s])
       cfg.addAlt(rule[s], {});

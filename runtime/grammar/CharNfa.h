@@ -47,9 +47,12 @@ CharNfa lengthNfa(int64_t min, int64_t max, const CpSet &chars);
 /// Exactly the string `text`.
 CharNfa literalNfa(const std::u32string &text);
 
+/// The spellings of one character of a set, as alternatives spliced into the state rules.
+using CharEncoder = std::function<const std::vector<std::vector<Sym>> &(const CpSet &)>;
+
 /// Emits an epsilon-free automaton as right-linear rules (state q: q ::= c q' | ... | ε), each
-/// character spelled by `encode` (raw UTF-8, or JSON-string escapes). Returns the start rule.
-Sym emitNfa(const CharNfa &nfa, Cfg &cfg, const std::function<Sym(const CpSet &)> &encode,
-            const std::string &name);
+/// character spelled by `encode` (raw UTF-8, or JSON-string escapes) inline, so a run of
+/// characters stays in one stack frame. Returns the start rule.
+Sym emitNfa(const CharNfa &nfa, Cfg &cfg, const CharEncoder &encode, const std::string &name);
 
 } // namespace fm::grammar

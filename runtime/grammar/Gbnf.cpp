@@ -249,6 +249,8 @@ private:
         seq.push_back(ruleId(n));
         space(nested);
       } else if (c == '(') {
+        if (++depth_ > 256)
+          return fail(at, "groups nested deeper than 256"), seq;
         ++i_;
         space(true);
         int32_t group = cfg_.addRule("(group at " + where(at).substr(6) + ")");
@@ -258,6 +260,7 @@ private:
         if (peek() != ')')
           return fail(at, "expected ')' to close this group"), seq;
         ++i_;
+        --depth_;
         lastStart = at;
         seq.push_back(group);
         space(nested);
@@ -318,6 +321,7 @@ private:
 
   std::string_view t_;
   size_t i_ = 0;
+  int depth_ = 0;
   Cfg cfg_;
   std::map<std::string, int32_t> ids_;
   std::map<std::string, size_t> defined_, refs_;

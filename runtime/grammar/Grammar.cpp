@@ -49,7 +49,10 @@ Expected<Grammar> Grammar::fromRegex(std::string_view pattern) {
   if (nfa->emptyLanguage()) {
     cfg.root = cfg.addRule("regex");
   } else {
-    cfg.root = emitNfa(*nfa, cfg, [&cfg](const CpSet &s) { return cfg.utf8Char(s); }, "regex");
+    cfg.root = emitNfa(
+        *nfa, cfg,
+        [&cfg](const CpSet &s) -> const std::vector<std::vector<Sym>> & { return cfg.utf8Alts(s); },
+        "regex");
     if (isTerminal(cfg.root))
       cfg.root = cfg.sequence({cfg.root, cfg.empty()}, "regex");
   }
@@ -113,26 +116,33 @@ public:
     return bytes.size();
   }
 
-  bool acceptToken(int32_t token) {
+  bool acceptToken(int32_t token, bool commit) {
     if (finished_ || !cache_ || token < 0 || token >= cache_->vocabSize())
       return false;
     if (cache_->isEos(token)) {
       if (!cur_.accepting)
         return false;
-      finished_ = true;
+      finished_ = finished_ || commit;
       return true;
     }
     const std::string &bytes = cache_->vocab().tokens[size_t(token)];
     if (bytes.empty())
       return false;
-    StackSet a = cur_, b;
+    size_t mark = arena_.size();
+    StackSet &a = scratchA_, &b = scratchB_;
+    a = cur_;
     for (char c : bytes) {
       engine_.step(a, uint8_t(c), b);
-      if (!b.alive())
+      if (!b.alive()) {
+        arena_.truncate(mark);
         return false;
+      }
       std::swap(a, b);
     }
-    cur_ = std::move(a);
+    if (commit)
+      std::swap(cur_, a);
+    else
+      arena_.truncate(mark);
     return true;
   }
 
@@ -250,7 +260,7 @@ private:
   std::shared_ptr<MaskCache> cache_;
   StackArena arena_;
   mutable Engine engine_;
-  StackSet cur_, next_, parentState_;
+  StackSet cur_, next_, parentState_, scratchA_, scratchB_;
   TrieWalker walker_;
   bool finished_ = false;
 };
@@ -266,7 +276,10 @@ GrammarMatcher::GrammarMatcher(GrammarMatcher &&) noexcept = default;
 GrammarMatcher &GrammarMatcher::operator=(GrammarMatcher &&) noexcept = default;
 
 size_t GrammarMatcher::acceptBytes(std::string_view bytes) { return state_->acceptBytes(bytes); }
-bool GrammarMatcher::acceptToken(int32_t token) { return state_->acceptToken(token); }
+bool GrammarMatcher::acceptToken(int32_t token) { return state_->acceptToken(token, true); }
+bool GrammarMatcher::canAcceptToken(int32_t token) const {
+  return state_->acceptToken(token, false);
+}
 bool GrammarMatcher::isAccepting() const { return state_->accepting(); }
 bool GrammarMatcher::isFinished() const { return state_->finished(); }
 bool GrammarMatcher::isDead() const { return state_->dead(); }

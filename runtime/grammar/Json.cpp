@@ -61,7 +61,11 @@ struct Builder : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Builder> {
     v.text.assign(s, n);
     return put(std::move(v));
   }
+  static constexpr size_t kMaxDepth = 512;
+  bool tooDeep = false;
   bool StartObject() {
+    if (stack.size() >= kMaxDepth)
+      return !(tooDeep = true);
     JsonValue v;
     v.type = JsonValue::Object;
     stack.push_back(std::move(v));
@@ -77,6 +81,8 @@ struct Builder : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Builder> {
     return put(std::move(v));
   }
   bool StartArray() {
+    if (stack.size() >= kMaxDepth)
+      return !(tooDeep = true);
     JsonValue v;
     v.type = JsonValue::Array;
     stack.push_back(std::move(v));
@@ -107,7 +113,9 @@ Expected<JsonValue> parseJson(std::string_view text, const std::string &what) {
         ++col;
       }
     }
-    std::string msg = r.IsError() ? rapidjson::GetParseError_En(r.Code()) : "a NUL byte in the text";
+    std::string msg = b.tooDeep     ? "nesting deeper than 512 levels"
+                      : r.IsError() ? rapidjson::GetParseError_En(r.Code())
+                                    : "a NUL byte in the text";
     return Status::error(what + ": line " + std::to_string(line) + ", column " +
                          std::to_string(col) + ": " + msg);
   }

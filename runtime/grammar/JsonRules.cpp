@@ -10,6 +10,10 @@ namespace fm::grammar {
 
 JsonRules::JsonRules(Cfg &cfg, GrammarMode mode) : cfg_(cfg), mode_(mode) {}
 
+CharEncoder JsonRules::rawEncoder() {
+  return [this](const CpSet &c) -> const std::vector<std::vector<Sym>> & { return cfg_.utf8Alts(c); };
+}
+
 std::vector<Sym> JsonRules::ws() {
   if (!check())
     return {};
@@ -44,30 +48,46 @@ Sym JsonRules::stringChar(const CpSet &set) {
   auto it = chars_.find(set);
   if (it != chars_.end())
     return it->second;
+  std::vector<std::vector<Sym>> alts = stringCharAlts(set);
+  Sym s = alts.empty() ? cfg_.nothing() : cfg_.choice(std::move(alts), "char");
+  chars_[set] = s;
+  return s;
+}
+
+const std::vector<std::vector<Sym>> &JsonRules::stringCharAlts(const CpSet &set) {
+  auto it = charAlts_.find(set);
+  if (it != charAlts_.end())
+    return it->second;
   std::vector<std::vector<Sym>> alts;
   CpSet rawOk = CpSet::range(0x20, kMaxCodePoint).minus(CpSet::of('"')).minus(CpSet::of('\\'));
   CpSet raw = set.intersect(rawOk);
   if (!raw.empty())
-    alts.push_back({cfg_.utf8Char(raw)});
+    alts = cfg_.utf8Alts(raw);
+  auto bytes = [this](const std::string &s) {
+    std::vector<Sym> seq;
+    for (char c : s)
+      seq.push_back(cfg_.byte(uint8_t(c)));
+    return seq;
+  };
   if (set.contains('"'))
-    alts.push_back({cfg_.literal("\\\"")});
+    alts.push_back(bytes("\\\""));
   if (set.contains('\\'))
-    alts.push_back({cfg_.literal("\\\\")});
+    alts.push_back(bytes("\\\\"));
   static const char kShort[32] = {0,   0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 0, 'f', 'r', 0, 0,
                                   0,   0, 0, 0, 0, 0, 0, 0, 0,   0,   0,   0, 0,   0,   0, 0};
   for (uint32_t c = 0; c < 0x20; ++c) {
     if (!set.contains(c))
       continue;
     if (kShort[c]) {
-      alts.push_back({cfg_.literal(std::string("\\") + kShort[c])});
+      alts.push_back(bytes(std::string("\\") + kShort[c]));
     } else if (!check()) {
       static const char *hex = "0123456789abcdef";
-      alts.push_back({cfg_.literal(std::string("\\u00") + hex[c >> 4] + hex[c & 15])});
+      alts.push_back(bytes(std::string("\\u00") + hex[c >> 4] + hex[c & 15]));
     }
   }
   if (check()) {
     if (set.contains('/'))
-      alts.push_back({cfg_.literal("\\/")});
+      alts.push_back(bytes("\\/"));
     // Every character also as \uXXXX (BMP) or a surrogate pair (astral), in either case.
     CpSet bmp = set.intersect(CpSet::range(0, 0xFFFF));
     CpSet astral = set.intersect(CpSet::range(0x10000, kMaxCodePoint));
@@ -78,13 +98,14 @@ Sym JsonRules::stringChar(const CpSet &set) {
         alts.push_back({hex4(0xD800 + f[0].first, 0xD800 + f[0].second, false),
                         hex4(0xDC00 + f[1].first, 0xDC00 + f[1].second, false)});
   }
-  Sym s = alts.empty() ? cfg_.nothing() : cfg_.choice(std::move(alts), "char");
-  chars_[set] = s;
-  return s;
+  return charAlts_[set] = std::move(alts);
 }
 
 Sym JsonRules::string(const CharNfa &content, const std::string &name) {
-  Sym body = emitNfa(content, cfg_, [this](const CpSet &s) { return stringChar(s); }, name);
+  Sym body = emitNfa(
+      content, cfg_,
+      [this](const CpSet &s) -> const std::vector<std::vector<Sym>> & { return stringCharAlts(s); },
+      name);
   return cfg_.sequence({cfg_.byte('"'), body, cfg_.byte('"')}, name);
 }
 
@@ -100,7 +121,11 @@ Sym JsonRules::stringLiteral(const std::string &value) {
     uint32_t cp;
     if (!decodeUtf8(value, &i, &cp))
       return cfg_.nothing();
-    seq.push_back(stringChar(CpSet::of(cp)));
+    const auto &alts = stringCharAlts(CpSet::of(cp));
+    if (alts.size() == 1)
+      seq.insert(seq.end(), alts[0].begin(), alts[0].end()); // one spelling: inline
+    else
+      seq.push_back(stringChar(CpSet::of(cp)));
   }
   seq.push_back(cfg_.byte('"'));
   return cfg_.sequence(std::move(seq), "string literal");
@@ -115,7 +140,7 @@ Expected<Sym> JsonRules::regexSym(const std::string &regex, const std::string &n
     return Status::error("internal error in the regex for " + name + ": " + nfa.message());
   Sym s = nfa->emptyLanguage()
               ? cfg_.nothing()
-              : emitNfa(*nfa, cfg_, [this](const CpSet &c) { return cfg_.utf8Char(c); }, name);
+              : emitNfa(*nfa, cfg_, rawEncoder(), name);
   regexes_[regex] = s;
   return s;
 }
@@ -150,7 +175,7 @@ Expected<Sym> JsonRules::number(bool integerOnly,
   range = determinize(range, 4000);
   if (range.emptyLanguage())
     return cfg_.nothing();
-  return emitNfa(range, cfg_, [this](const CpSet &c) { return cfg_.utf8Char(c); }, name);
+  return emitNfa(range, cfg_, rawEncoder(), name);
 }
 
 Sym JsonRules::anyValue() {

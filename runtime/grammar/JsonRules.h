@@ -25,6 +25,8 @@ public:
   /// One character of `set` inside a JSON string: raw UTF-8 where JSON allows it, else an
   /// escape; Check mode admits every spelling (\/, \u00e9 in either case, surrogate pairs).
   Sym stringChar(const CpSet &set);
+  /// The same as alternatives to splice into a rule.
+  const std::vector<std::vector<Sym>> &stringCharAlts(const CpSet &set);
   /// A whole JSON string ("..." with quotes) whose decoded value `content` accepts.
   Sym string(const CharNfa &content, const std::string &name);
   Sym anyString();
@@ -64,12 +66,14 @@ public:
 
 private:
   Sym hex4(uint32_t lo, uint32_t hi, bool lowerOnly);
+  CharEncoder rawEncoder();
   Expected<Sym> regexSym(const std::string &regex, const std::string &name);
 
   Cfg &cfg_;
   GrammarMode mode_;
   Sym ws_ = -1, anyString_ = -1, anyValue_ = -1;
   std::map<CpSet, Sym> chars_;
+  std::map<CpSet, std::vector<std::vector<Sym>>> charAlts_;
   std::map<std::string, Sym> regexes_;
 };
 

@@ -192,6 +192,8 @@ private:
     uint32_t c = peek();
     switch (c) {
     case '(': {
+      if (++depth_ > 256)
+        return error(i_, "groups nested deeper than 256");
       ++i_;
       if (peek() == '?') {
         if (peek(1) == ':') {
@@ -219,6 +221,7 @@ private:
       if (eof() || peek() != ')')
         return error(start, "unterminated group '('");
       ++i_;
+      --depth_;
       return inner;
     }
     case ')':
@@ -474,6 +477,7 @@ private:
   std::vector<uint32_t> cps_;
   std::vector<size_t> offs_;
   size_t i_ = 0;
+  int depth_ = 0;
   std::string error_;
 
 public:

@@ -400,6 +400,12 @@ private:
         auto n = count(v, kp);
         if (!n)
           return n.status();
+        constexpr int64_t kMaxLength = 4096, kMaxItems = 100000;
+        if ((k == "minLength" || k == "maxLength") && *n > kMaxLength)
+          return at(kp, "'" + k + "' above " + std::to_string(kMaxLength) +
+                            " is not supported (a grammar counts characters one state each)");
+        if ((k == "minItems" || k == "maxItems") && *n > kMaxItems)
+          return at(kp, "'" + k + "' above " + std::to_string(kMaxItems) + " is not supported");
         if (k == "minLength")
           c.minLength = std::max(c.minLength, *n);
         else if (k == "maxLength")

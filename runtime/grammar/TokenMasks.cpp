@@ -92,16 +92,44 @@ std::unique_ptr<PositionMask> MaskCache::compute(int32_t pos) {
   std::vector<std::pair<int32_t, uint16_t>> uncertain; // (token, bytes consumed in the frame)
   TrieWalker walker;
   const VocabTrie &t = trie_;
-  walker.walk(engine, t, init, [&](size_t i, const StackSet &st) {
-    bool endsHere = !st.tops.empty() || st.escaped;
-    if (endsHere)
-      for (int32_t k = t.tokBegin[i]; k < t.tokBegin[i + 1]; ++k)
-        accepted[size_t(t.tokIds[k])] = 1;
-    if (st.escaped)
-      for (int32_t j = int32_t(i) + 1; j < t.end[i]; ++j)
-        for (int32_t k = t.tokBegin[j]; k < t.tokBegin[j + 1]; ++k)
-          uncertain.push_back({t.tokIds[k], t.depth[i]});
-  });
+  // A token is accepted here when a path consumes it inside the frame (or ends the frame
+  // exactly at its end). Otherwise, every earlier point where a path left the frame (escaped)
+  // makes it depend on the stack below, with the rest of its bytes: recorded per prefix depth.
+  std::vector<uint32_t> escapesAbove(size_t(t.maxDepth) + 2, 0); // escaped levels 1..d
+  std::vector<uint16_t> depths;
+  auto escapedDepths = [&](uint16_t below) {
+    depths.clear();
+    for (uint16_t k = 1; k < below; ++k)
+      if (walker.level(k).escaped)
+        depths.push_back(k);
+  };
+  walker.walk(
+      engine, t, init,
+      [&](size_t i, const StackSet &st) {
+        uint16_t d = t.depth[i];
+        escapesAbove[d] = escapesAbove[d - 1] + (st.escaped ? 1 : 0);
+        if (t.tokBegin[i] == t.tokBegin[i + 1])
+          return;
+        if (!st.tops.empty() || st.escaped) {
+          for (int32_t k = t.tokBegin[i]; k < t.tokBegin[i + 1]; ++k)
+            accepted[size_t(t.tokIds[k])] = 1;
+        } else if (escapesAbove[d - 1]) {
+          escapedDepths(d);
+          for (int32_t k = t.tokBegin[i]; k < t.tokBegin[i + 1]; ++k)
+            for (uint16_t e : depths)
+              uncertain.push_back({t.tokIds[k], e});
+        }
+      },
+      [&](size_t i) {
+        uint16_t d = t.depth[i];
+        if (!escapesAbove[d - 1])
+          return;
+        escapedDepths(d);
+        for (int32_t j = int32_t(i); j < t.end[i]; ++j)
+          for (int32_t k = t.tokBegin[j]; k < t.tokBegin[j + 1]; ++k)
+            for (uint16_t e : depths)
+              uncertain.push_back({t.tokIds[k], e});
+      });
 
   auto pm = std::make_unique<PositionMask>();
   size_t count = size_t(std::count(accepted.begin(), accepted.end(), 1));

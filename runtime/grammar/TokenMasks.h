@@ -43,8 +43,10 @@ struct PositionMask {
 /// prefix leaves a live state. Frames it creates are discarded as it backtracks.
 class TrieWalker {
 public:
-  template <typename OnNode>
-  void walk(Engine &engine, const VocabTrie &trie, const StackSet &init, OnNode &&onNode) {
+  /// onDead(i) is called for a node whose prefix leaves no live state (its subtree is skipped).
+  template <typename OnNode, typename OnDead>
+  void walk(Engine &engine, const VocabTrie &trie, const StackSet &init, OnNode &&onNode,
+            OnDead &&onDead) {
     StackArena &arena = engine.arena();
     if (levels_.size() < size_t(trie.maxDepth) + 2) {
       levels_.resize(size_t(trie.maxDepth) + 2);
@@ -59,6 +61,7 @@ public:
       engine.step(levels_[d - 1], trie.byte[i], levels_[d]);
       marks_[d + 1] = arena.size();
       if (!levels_[d].alive()) {
+        onDead(i);
         i = size_t(trie.end[i]);
         continue;
       }
@@ -67,6 +70,12 @@ public:
     }
     arena.truncate(marks_[1]);
   }
+  template <typename OnNode>
+  void walk(Engine &engine, const VocabTrie &trie, const StackSet &init, OnNode &&onNode) {
+    walk(engine, trie, init, onNode, [](size_t) {});
+  }
+  /// The state after the first d bytes of the current node's prefix.
+  const StackSet &level(size_t d) const { return levels_[d]; }
 
 private:
   std::vector<StackSet> levels_;

@@ -127,6 +127,8 @@ public:
   /// Feeds a whole token or nothing. An eos id is accepted only in an accepting state and
   /// finishes the matcher.
   bool acceptToken(int32_t token);
+  /// Whether acceptToken(token) would succeed, without changing the state.
+  bool canAcceptToken(int32_t token) const;
 
   /// The input so far is a complete match (eos would be allowed).
   bool isAccepting() const;
