@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
   python3 python3-numpy
+  rapidjson-dev python3-jsonschema libtest-json-schema-acceptance-perl nodejs
   g++-aarch64-linux-gnu qemu-user-static
 )
 

@@ -157,6 +157,75 @@ Sym Cfg::repeat(Sym x, int64_t min, int64_t max, const std::string &name) {
   return r;
 }
 
+namespace {
+
+void orInto(ByteSet &a, const ByteSet &b) {
+  for (int k = 0; k < 4; ++k)
+    a.w[k] |= b.w[k];
+}
+
+// FIRST and nullable per rule, then FOLLOW, each to a fixpoint over the flattened form.
+void computeFollow(CompiledGrammar &g) {
+  size_t nr = g.ruleCount();
+  g.posRule.assign(g.syms.size(), -1);
+  for (size_t r = 0; r < nr; ++r)
+    for (int32_t a = g.altBegin[r]; a < g.altBegin[r + 1]; ++a)
+      for (int32_t p = g.altStart[size_t(a)];; ++p) {
+        g.posRule[size_t(p)] = int32_t(r);
+        if (g.syms[size_t(p)] == kEnd)
+          break;
+      }
+  std::vector<ByteSet> first(nr);
+  std::vector<char> nullable(nr, 0);
+  auto firstOfRest = [&](int32_t p, ByteSet &out) { // FIRST of syms[p..]; true if nullable
+    for (;; ++p) {
+      Sym s = g.syms[size_t(p)];
+      if (s == kEnd)
+        return true;
+      if (isTerminal(s)) {
+        orInto(out, g.terminals[size_t(terminalIndex(s))]);
+        return false;
+      }
+      orInto(out, first[size_t(s)]);
+      if (!nullable[size_t(s)])
+        return false;
+    }
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < nr; ++r)
+      for (int32_t a = g.altBegin[r]; a < g.altBegin[r + 1]; ++a) {
+        ByteSet f = first[r];
+        bool n = firstOfRest(g.altStart[size_t(a)], f);
+        if (!(f == first[r]) || (n && !nullable[r])) {
+          first[r] = f;
+          nullable[r] = nullable[r] || n;
+          changed = true;
+        }
+      }
+  }
+  g.follow.assign(nr, ByteSet{});
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < nr; ++r)
+      for (int32_t a = g.altBegin[r]; a < g.altBegin[r + 1]; ++a)
+        for (int32_t p = g.altStart[size_t(a)]; g.syms[size_t(p)] != kEnd; ++p) {
+          Sym s = g.syms[size_t(p)];
+          if (isTerminal(s))
+            continue;
+          ByteSet f = g.follow[size_t(s)];
+          if (firstOfRest(p + 1, f))
+            orInto(f, g.follow[r]);
+          if (!(f == g.follow[size_t(s)])) {
+            g.follow[size_t(s)] = f;
+            changed = true;
+          }
+        }
+  }
+}
+
+} // namespace
+
 Expected<CompiledGrammar> compileCfg(const Cfg &cfg, const std::string &what) {
   const auto &rules = cfg.rules();
   const auto &terms = cfg.terminals();
@@ -193,6 +262,8 @@ Expected<CompiledGrammar> compileCfg(const Cfg &cfg, const std::string &what) {
     g.altBegin = {0, 0};
     g.syms = {0, kEnd};
     g.start = 0;
+    g.posRule = {-1, -1};
+    g.follow = {ByteSet{}};
     return g;
   }
 
@@ -296,6 +367,7 @@ Expected<CompiledGrammar> compileCfg(const Cfg &cfg, const std::string &what) {
     }
     g.altBegin.push_back(int32_t(g.altStart.size()));
   }
+  computeFollow(g);
   return g;
 }
 

@@ -97,6 +97,10 @@ struct CompiledGrammar {
   std::vector<std::string> ruleNames;
   int32_t start = 0;
   bool empty = false; // the root rule admits no string
+  /// The rule each position belongs to, and the bytes that can follow each rule anywhere (its
+  /// FOLLOW set): when a frame returns into an unknown context, only those bytes can come next.
+  std::vector<int32_t> posRule;
+  std::vector<ByteSet> follow;
 
   size_t ruleCount() const { return ruleNames.size(); }
 };

@@ -68,14 +68,28 @@ void Engine::begin() {
     epoch_ = 1;
   }
   work_.clear();
+  follow_ = ByteSet{};
 }
 
 void Engine::push(int32_t pos, int32_t parent) {
   // A frame at the end of its alternative is its parent: return at once.
-  work_.push_back(g_.syms[pos] == kEnd ? parent : arena_.node(pos, parent));
+  if (g_.syms[pos] == kEnd) {
+    if (parent == StackArena::kUnknown)
+      orFollow(pos);
+    work_.push_back(parent);
+  } else {
+    work_.push_back(arena_.node(pos, parent));
+  }
 }
 
 void Engine::run(StackSet &out) {
+  runWork(out);
+  if (out.escaped)
+    for (int k = 0; k < 4; ++k)
+      out.escapeFollow.w[k] |= follow_.w[k];
+}
+
+void Engine::runWork(StackSet &out) {
   const std::vector<Sym> &syms = g_.syms;
   while (!work_.empty()) {
     int32_t n = work_.back();
@@ -98,6 +112,8 @@ void Engine::run(StackSet &out) {
     if (isTerminal(s)) {
       out.tops.push_back(n);
     } else if (s == kEnd) {
+      if (arena_.parent(n) == StackArena::kUnknown)
+        orFollow(pos);
       work_.push_back(arena_.parent(n));
     } else {
       // Call rule s. The return frame is the caller one symbol on, unless that is the end of
@@ -109,6 +125,17 @@ void Engine::run(StackSet &out) {
         push(g_.altStart[a], ret);
     }
   }
+}
+
+void Engine::orFollow(int32_t pos) {
+  int32_t rule = g_.posRule[size_t(pos)];
+  if (rule < 0) { // the start position: anything (never reached with an unknown context)
+    follow_.w = {~0ull, ~0ull, ~0ull, ~0ull};
+    return;
+  }
+  const ByteSet &f = g_.follow[size_t(rule)];
+  for (int k = 0; k < 4; ++k)
+    follow_.w[k] |= f.w[k];
 }
 
 void Engine::initial(StackSet &out) { closeAt(g_.start, StackArena::kBottom, out); }

@@ -46,10 +46,13 @@ struct StackSet {
   std::vector<int32_t> tops;
   bool accepting = false;
   bool escaped = false;
+  /// When escaped: the bytes that can follow in any context (FOLLOW of the rules that ended).
+  ByteSet escapeFollow;
   bool alive() const { return !tops.empty() || accepting || escaped; }
   void clear() {
     tops.clear();
     accepting = escaped = false;
+    escapeFollow = ByteSet{};
   }
 };
 
@@ -76,12 +79,15 @@ private:
   void begin();
   void push(int32_t pos, int32_t parent);
   void run(StackSet &out);
+  void runWork(StackSet &out);
+  void orFollow(int32_t pos);
 
   const CompiledGrammar &g_;
   StackArena &arena_;
   std::vector<uint32_t> stamp_;
   uint32_t epoch_ = 0;
   std::vector<int32_t> work_;
+  ByteSet follow_;
 };
 
 } // namespace fm::grammar

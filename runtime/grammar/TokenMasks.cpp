@@ -54,6 +54,23 @@ VocabTrie VocabTrie::build(std::vector<std::pair<std::string, int32_t>> entries)
   return t;
 }
 
+int32_t MemoTrieWalker::intern(StackSet s) {
+  std::sort(s.tops.begin(), s.tops.end());
+  std::vector<int32_t> key = s.tops;
+  key.push_back(s.accepting | (s.escaped << 1));
+  for (uint64_t w : s.escapeFollow.w) {
+    key.push_back(int32_t(uint32_t(w)));
+    key.push_back(int32_t(uint32_t(w >> 32)));
+  }
+  auto it = ids_.find(key);
+  if (it != ids_.end())
+    return it->second;
+  int32_t id = int32_t(states_.size());
+  states_.push_back(std::move(s));
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
 size_t VocabTrie::memoryBytes() const {
   return byte.size() * (1 + 2 + 4 + 4) + tokIds.size() * 4;
 }
@@ -90,23 +107,28 @@ std::unique_ptr<PositionMask> MaskCache::compute(int32_t pos) {
 
   std::vector<char> accepted(vocab_.tokens.size(), 0);
   std::vector<std::pair<int32_t, uint16_t>> uncertain; // (token, bytes consumed in the frame)
-  TrieWalker walker;
+  MemoTrieWalker walker;
   const VocabTrie &t = trie_;
   // A token is accepted here when a path consumes it inside the frame (or ends the frame
   // exactly at its end). Otherwise, every earlier point where a path left the frame (escaped)
   // makes it depend on the stack below, with the rest of its bytes: recorded per prefix depth.
+  // A path that leaves the frame after k bytes matters only if byte k can follow there at
+  // all (the FOLLOW set of the rules that ended); that prunes most entries, e.g. a string's
+  // body can only be followed by its closing quote.
   std::vector<uint32_t> escapesAbove(size_t(t.maxDepth) + 2, 0); // escaped levels 1..d
+  std::vector<uint8_t> path(size_t(t.maxDepth) + 2, 0);           // path[k]: byte at depth k
   std::vector<uint16_t> depths;
   auto escapedDepths = [&](uint16_t below) {
     depths.clear();
     for (uint16_t k = 1; k < below; ++k)
-      if (walker.level(k).escaped)
+      if (walker.level(k).escaped && walker.level(k).escapeFollow.test(path[k + 1]))
         depths.push_back(k);
   };
   walker.walk(
       engine, t, init,
       [&](size_t i, const StackSet &st) {
         uint16_t d = t.depth[i];
+        path[d] = t.byte[i];
         escapesAbove[d] = escapesAbove[d - 1] + (st.escaped ? 1 : 0);
         if (t.tokBegin[i] == t.tokBegin[i + 1])
           return;
@@ -124,7 +146,10 @@ std::unique_ptr<PositionMask> MaskCache::compute(int32_t pos) {
         uint16_t d = t.depth[i];
         if (!escapesAbove[d - 1])
           return;
+        path[d] = t.byte[i];
         escapedDepths(d);
+        if (depths.empty())
+          return;
         for (int32_t j = int32_t(i); j < t.end[i]; ++j)
           for (int32_t k = t.tokBegin[j]; k < t.tokBegin[j + 1]; ++k)
             for (uint16_t e : depths)

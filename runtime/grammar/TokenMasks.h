@@ -6,9 +6,12 @@
 #include "grammar/Engine.h"
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fm::grammar {
@@ -80,6 +83,53 @@ public:
 private:
   std::vector<StackSet> levels_;
   std::vector<size_t> marks_;
+};
+
+/// The same walk for cache computation over the whole vocabulary: states are interned and
+/// every (state, byte) step is computed once, so the many prefixes that lead to one state
+/// (every character inside a string body) cost a table lookup each.
+class MemoTrieWalker {
+public:
+  template <typename OnNode, typename OnDead>
+  void walk(Engine &engine, const VocabTrie &trie, const StackSet &init, OnNode &&onNode,
+            OnDead &&onDead) {
+    path_.assign(size_t(trie.maxDepth) + 2, 0);
+    path_[0] = intern(init);
+    size_t n = trie.size();
+    StackSet next;
+    for (size_t i = 1; i < n;) {
+      uint16_t d = trie.depth[i];
+      int32_t from = path_[d - 1];
+      uint64_t key = (uint64_t(uint32_t(from)) << 8) | trie.byte[i];
+      auto it = steps_.find(key);
+      int32_t to;
+      if (it != steps_.end()) {
+        to = it->second;
+      } else {
+        engine.step(states_[size_t(from)], trie.byte[i], next);
+        to = intern(next);
+        steps_.emplace(key, to);
+      }
+      path_[d] = to;
+      const StackSet &st = states_[size_t(to)];
+      if (!st.alive()) {
+        onDead(i);
+        i = size_t(trie.end[i]);
+        continue;
+      }
+      onNode(i, st);
+      ++i;
+    }
+  }
+  /// The state after the first d bytes of the current node's prefix.
+  const StackSet &level(size_t d) const { return states_[size_t(path_[d])]; }
+
+private:
+  int32_t intern(StackSet s);
+  std::deque<StackSet> states_;
+  std::map<std::vector<int32_t>, int32_t> ids_;
+  std::unordered_map<uint64_t, int32_t> steps_;
+  std::vector<int32_t> path_;
 };
 
 /// The shared mask cache of a grammar over a vocabulary (TokenMasker's implementation).
