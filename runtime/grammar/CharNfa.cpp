@@ -177,11 +177,13 @@ CharNfa determinize(const CharNfa &nfa, size_t maxStates) {
     return s;
   };
   out.start = idOf({nfa.start});
+  size_t work = 0; // NFA states touched: bounds the time spent on a construction that blows up
   while (!todo.empty()) {
-    if (out.stateCount() > maxStates)
+    if (out.stateCount() > maxStates || work > 64 * maxStates + 100000)
       return nfa;
     std::vector<int32_t> cur = std::move(todo.back());
     todo.pop_back();
+    work += cur.size();
     int32_t from = ids[cur];
     // Elementary intervals: split the alphabet where any edge set starts or ends.
     std::vector<uint32_t> points;

@@ -135,7 +135,7 @@ Expected<Sym> JsonRules::regexSym(const std::string &regex, const std::string &n
   auto it = regexes_.find(regex);
   if (it != regexes_.end())
     return it->second;
-  auto nfa = compileRegex(regex, RegexMode::FullMatch);
+  auto nfa = compileRegex(regex, RegexMode::FullMatch, size_t(1) << 20);
   if (!nfa)
     return Status::error("internal error in the regex for " + name + ": " + nfa.message());
   Sym s = nfa->emptyLanguage()
@@ -158,7 +158,7 @@ Expected<Sym> JsonRules::number(bool integerOnly,
   }
   std::string form = integerOnly ? (check() ? "-?(?:0|[1-9]\\d*)(?:\\.0+)?" : "-?(?:0|[1-9]\\d*)")
                                  : "-?(?:0|[1-9]\\d*)(?:\\.\\d+)?";
-  auto nfa = compileRegex(form, RegexMode::FullMatch);
+  auto nfa = compileRegex(form, RegexMode::FullMatch, size_t(1) << 20);
   if (!nfa)
     return nfa.status();
   CharNfa range = *nfa;
@@ -167,7 +167,7 @@ Expected<Sym> JsonRules::number(bool integerOnly,
         upper ? atMostRegex(upper->first, upper->second) : std::string()}) {
     if (bound.empty())
       continue;
-    auto b = compileRegex(bound, RegexMode::FullMatch);
+    auto b = compileRegex(bound, RegexMode::FullMatch, size_t(1) << 20);
     if (!b)
       return Status::error("internal error in a number bound: " + b.message());
     range = intersect(range, *b);

@@ -9,7 +9,6 @@ namespace fm::grammar {
 namespace {
 
 constexpr int64_t kMaxRepeat = 1000;
-constexpr size_t kMaxStates = 200000;
 
 struct Node {
   enum Kind { Empty, Set, Concat, Alt, Repeat, Start, End } kind = Empty;
@@ -144,37 +143,43 @@ private:
     if (!error_.empty())
       return -1;
     bool assertion = nodes[atom].kind == Node::Start || nodes[atom].kind == Node::End;
-    while (!eof()) {
-      int64_t min, max;
-      uint32_t c = peek();
-      size_t qAt = i_;
-      if (c == '*')
-        min = 0, max = -1, ++i_;
-      else if (c == '+')
-        min = 1, max = -1, ++i_;
-      else if (c == '?')
-        min = 0, max = 1, ++i_;
-      else if (c == '{' && braces(&min, &max))
-        ;
-      else
-        break;
-      if (assertion)
-        return error(qAt, "nothing to repeat (a quantifier after an anchor)");
-      if (max >= 0 && min > max)
-        return error(qAt, "numbers out of order in {} quantifier");
-      if (min > kMaxRepeat || max > kMaxRepeat)
-        return error(qAt, "repetition count above " + std::to_string(kMaxRepeat));
-      if (!eof() && peek() == '?')
-        ++i_; // lazy: the same language
-      Node n;
+    if (eof())
+      return atom;
+    int64_t min, max;
+    uint32_t c = peek();
+    size_t qAt = i_;
+    if (c == '*')
+      min = 0, max = -1, ++i_;
+    else if (c == '+')
+      min = 1, max = -1, ++i_;
+    else if (c == '?')
+      min = 0, max = 1, ++i_;
+    else if (c == '{' && braces(&min, &max))
+      ;
+    else
+      return atom;
+    if (assertion)
+      return error(qAt, "nothing to repeat (a quantifier after an anchor)");
+    if (max >= 0 && min > max)
+      return error(qAt, "numbers out of order in {} quantifier");
+    if (min > kMaxRepeat || max > kMaxRepeat)
+      return error(qAt, "repetition count above " + std::to_string(kMaxRepeat));
+    if (!eof() && peek() == '?')
+      ++i_; // lazy: the same language
+    Node n;
     n.kind = Node::Repeat;
-      n.kids = {atom};
-      n.min = min;
-      n.max = max;
-      n.offset = start;
-      atom = add(n);
-      if (!eof() && (peek() == '*' || peek() == '+' || peek() == '?'))
-        return error(i_, "nothing to repeat (two quantifiers in a row)");
+    n.kids = {atom};
+    n.min = min;
+    n.max = max;
+    n.offset = start;
+    atom = add(n);
+    // ECMA-262 allows one quantifier per atom (a?{4} is a syntax error).
+    int64_t a, b;
+    size_t save = i_;
+    if (!eof() && (peek() == '*' || peek() == '+' || peek() == '?' ||
+                   (peek() == '{' && braces(&a, &b)))) {
+      i_ = save;
+      return error(i_, "nothing to repeat (two quantifiers in a row)");
     }
     return atom;
   }
@@ -490,7 +495,8 @@ struct Frag {
 
 class Builder {
 public:
-  Builder(const std::vector<Node> &nodes, CharNfa &nfa) : nodes_(nodes), nfa_(nfa) {}
+  Builder(const std::vector<Node> &nodes, CharNfa &nfa, size_t maxStates)
+      : nodes_(nodes), nfa_(nfa), kMaxStates(maxStates) {}
 
   Expected<Frag> build(int32_t id) {
     if (nfa_.stateCount() > kMaxStates)
@@ -566,6 +572,7 @@ public:
 private:
   const std::vector<Node> &nodes_;
   CharNfa &nfa_;
+  const size_t kMaxStates;
 };
 
 // Finds an anchor anywhere under `id` (an error: only the ends of top-level alternatives may
@@ -582,7 +589,7 @@ const Node *findAnchor(const std::vector<Node> &nodes, int32_t id) {
 
 } // namespace
 
-Expected<CharNfa> compileRegex(std::string_view pattern, RegexMode mode) {
+Expected<CharNfa> compileRegex(std::string_view pattern, RegexMode mode, size_t maxStates) {
   Parser parser(pattern);
   auto root = parser.parse();
   if (!root)
@@ -645,7 +652,7 @@ Expected<CharNfa> compileRegex(std::string_view pattern, RegexMode mode) {
   }
   nodes.push_back(top);
   CharNfa nfa;
-  Builder builder(nodes, nfa);
+  Builder builder(nodes, nfa, maxStates);
   auto frag = builder.build(int32_t(nodes.size() - 1));
   if (!frag)
     return frag.status();

@@ -5,6 +5,7 @@
 #include "fm/status.h"
 #include "grammar/CharNfa.h"
 
+#include <cstddef>
 #include <string_view>
 
 namespace fm::grammar {
@@ -17,7 +18,10 @@ enum class RegexMode {
 };
 
 /// Compiles `pattern` (UTF-8). Errors name the offset: "at offset 3: lookahead (?= is not
-/// supported". ^ and $ may appear only at the start / end of a top-level alternative.
-Expected<CharNfa> compileRegex(std::string_view pattern, RegexMode mode);
+/// supported". ^ and $ may appear only at the start / end of a top-level alternative. A pattern
+/// whose automaton would pass `maxStates` states is refused (bounded compile time for user
+/// patterns; the built-in formats pass a larger bound).
+Expected<CharNfa> compileRegex(std::string_view pattern, RegexMode mode,
+                               size_t maxStates = 20000);
 
 } // namespace fm::grammar

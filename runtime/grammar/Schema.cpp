@@ -393,6 +393,8 @@ private:
         Bound b;
         if (v.type != JsonValue::Number || !Decimal::parse(v.text, &b.value))
           return at(kp, "'" + k + "' must be a number");
+        if (b.value.intPart().size() > 64 || b.value.fracPart().size() > 64)
+          return at(kp, "'" + k + "' has more than 64 digits before or after the point");
         b.exclusive = k[0] == 'e';
         bool isLower = k == "minimum" || k == "exclusiveMinimum";
         tighten(isLower ? c.lower : c.upper, b, isLower);
@@ -625,7 +627,7 @@ private:
           return false;
       }
       for (const std::string &f : c.formats) {
-        auto nfa = compileRegex(formatRegex(f, true), RegexMode::FullMatch);
+        auto nfa = compileRegex(formatRegex(f, true), RegexMode::FullMatch, size_t(1) << 20);
         if (!nfa || !nfaMatches(*nfa, cps))
           return false;
       }
@@ -785,7 +787,7 @@ private:
       nfa = grammar::intersect(nfa, *p);
     }
     for (const std::string &f : c.formats) {
-      auto p = compileRegex(formatRegex(f, rules_.check()), RegexMode::FullMatch);
+      auto p = compileRegex(formatRegex(f, rules_.check()), RegexMode::FullMatch, size_t(1) << 20);
       if (!p)
         return at(name, "internal error in format '" + f + "': " + p.message());
       nfa = grammar::intersect(nfa, *p);

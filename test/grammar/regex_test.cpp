@@ -74,6 +74,7 @@ TEST(Regex, RefusedWithTheOffset) {
       {"ab)", "at offset 2: unmatched ')'"},
       {"*a", "at offset 0: nothing to repeat"},
       {"a**", "at offset 2: nothing to repeat"},
+      {"a?{4}", "at offset 2: nothing to repeat"},
       {"[b-a]", "at offset 2: range out of order"},
       {"a^b", "at offset 1: ^ is supported only at the start/end"},
       {"\\p{L}", "at offset 0: Unicode property escapes"},
