@@ -11,6 +11,7 @@
 #pragma once
 
 #include "fm/communicator.h"
+#include "fm/device_info.h"
 #include "fm/status.h"
 
 #include <cstddef>
@@ -23,17 +24,6 @@
 namespace fm {
 
 class Sampler; // fm/sampler.h
-
-/// A device kind of the runtime (probeDevices()).
-struct DeviceInfo {
-  std::string name;     // "cuda", "metal", "vulkan", "cpu"
-  bool builtIn = false; // compiled into this runtime
-  bool present = false; // built in and found on this machine
-  /// Hardware (a GPU, or the CPU), not a software emulation such as Mesa's
-  /// lavapipe: the default device choice takes only hardware.
-  bool hardware = false;
-  std::string description; // what was found, or why it is absent
-};
 
 /// Every device kind, best first (the order of the default choice).
 std::vector<DeviceInfo> probeDevices();
