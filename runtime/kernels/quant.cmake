@@ -79,5 +79,8 @@ if(FM_BUILD_TESTS)
   add_test(NAME runtime.qkernels COMMAND fm_qkernels_test)
 endif()
 
+# The prefill GEMM over repacked weights.
+include(${_fm_quant_dir}/qgemm.cmake)
+
 unset(_fm_quant_dir)
 unset(_fm_kernels_dir)
