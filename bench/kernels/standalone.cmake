@@ -21,3 +21,12 @@ if(FM_DNNL_LIBRARY AND FM_DNNL_INCLUDE AND FM_GOMP_LIBRARY AND TARGET fm_kernels
 else()
   message(STATUS "fm: oneDNN (libdnnl-dev) not found, skipping fm-gemm-yardstick")
 endif()
+
+# fm-quantize-bench: quantizeRows against the quantizer it replaced.
+if(TARGET fm_quantize_reference)
+  add_executable(fm-quantize-bench ${CMAKE_CURRENT_LIST_DIR}/quantize_bench.cpp)
+  target_link_libraries(fm-quantize-bench PRIVATE fm_quantize_reference)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(fm-quantize-bench PRIVATE -O2 -Wall -Wextra)
+  endif()
+endif()

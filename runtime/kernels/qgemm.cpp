@@ -44,7 +44,7 @@ const GemmIsa &isaTable(GemmPath path, QActivations act) {
 #if defined(FM_KERNELS_NEON)
   case GemmPath::Neon:
     return gdetail::kGemmNeon[pair];
-#if defined(FM_KERNELS_NEON_I8MM)
+#if defined(__ARM_FEATURE_MATMUL_INT8)
   case GemmPath::NeonI8mm:
     return gdetail::kGemmNeonI8mm[pair];
 #endif
@@ -132,7 +132,7 @@ bool gemmPathAvailable(GemmPath path) {
 #if defined(FM_KERNELS_NEON)
   case GemmPath::Neon:
     return true; // baseline on AArch64
-#if defined(FM_KERNELS_NEON_I8MM)
+#if defined(__ARM_FEATURE_MATMUL_INT8)
   case GemmPath::NeonI8mm:
     return true; // compiled for a CPU with i8mm
 #endif
