@@ -11,6 +11,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   python3 python3-numpy
   g++-aarch64-linux-gnu qemu-user-static
+  libdnnl-dev
 )
 
 missing=()

@@ -64,7 +64,8 @@ void teardown() { _tile_release(); }
 using CTiles = int32_t[4][16 * 16];
 
 // Folds the stored C tiles of the pair at prepared rows [16 tp, 16 tp +
-// 16 * tiles) of the unit into acc.
+// 16 * tiles) of the unit into acc, walking the tiles row by row (x row i
+// of A tile t is prepared row D * i; its C rows are i * D .. i * D + D - 1).
 template <int D>
 FM_GEMM_INLINE void epilogue(const Params &p, const CTiles &c, int64_t tp,
                              int tiles, int64_t m0, int64_t m1, int panels,
@@ -72,22 +73,26 @@ FM_GEMM_INLINE void epilogue(const Params &p, const CTiles &c, int64_t tp,
                              const __m512 (&s)[2], const __m512 (&mo)[2],
                              float *acc) {
   const Act &a = p.act;
-  const int64_t first = m0 + 16 * tp / D;
-  int64_t last = first + 16 * tiles / D;
-  if (last > m1)
-    last = m1;
-  for (int64_t m = first; m < last; ++m) {
-    const int64_t pr = D * (m - m0) - 16 * tp; // prepared row in the pair
-    const int tile = pr < 16 ? 0 : 2;
-    const int row = static_cast<int>(pr % 16);
-    const float dx = a.dx[m * a.ldd + u];
-    const float xs = groupEnd ? a.xs[m * a.lds + g] : 0.0f;
-    for (int j = 0; j < panels; ++j) {
-      const int32_t *cj = c[tile + j] + 16 * row;
-      const __m512i digits[2] = {_mm512_load_si512(cj),
-                                 _mm512_load_si512(cj + 16 * (D - 1))};
-      K::fold(acc + (m - m0) * 32 + 16 * j, K::combine<D>(digits), dx, s[j],
-              groupEnd, mo[j], xs);
+  for (int t = 0; t < tiles; ++t) {
+    const int64_t first = m0 + 16 * (tp + t) / D;
+    int64_t count = 16 / D;
+    if (first + count > m1)
+      count = m1 - first;
+    const float *dx = a.dx + first * a.ldd + u;
+    const float *xs = a.xs + first * a.lds + g;
+    float *out = acc + (first - m0) * 32;
+    const int32_t *c0 = c[2 * t], *c1 = c[2 * t + 1];
+    for (int64_t i = 0; i < count; ++i, out += 32, c0 += 16 * D,
+                 c1 += 16 * D) {
+      const float d = dx[i * a.ldd], x = groupEnd ? xs[i * a.lds] : 0.0f;
+      const __m512i d0[2] = {_mm512_load_si512(c0),
+                             _mm512_load_si512(c0 + 16 * (D - 1))};
+      K::fold(out, K::combine<D>(d0), d, s[0], groupEnd, mo[0], x);
+      if (panels == 2) {
+        const __m512i d1[2] = {_mm512_load_si512(c1),
+                               _mm512_load_si512(c1 + 16 * (D - 1))};
+        K::fold(out + 16, K::combine<D>(d1), d, s[1], groupEnd, mo[1], x);
+      }
     }
   }
 }
