@@ -21,7 +21,17 @@
 #include "kernels/qgemm_x86.h"
 
 #include <cpuid.h>
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics trip -Wuninitialized inside the header (see
+// simd_avx512.h): silenced around the include.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #include <cstring>
 
@@ -64,6 +74,10 @@ void setup(const Params &p) {
     c.rows[t] = static_cast<uint8_t>(U / 4);
     c.colsBytes[t] = 64;
   }
+  // GCC 12's _tile_loadconfig is an asm whose memory operand covers only 8
+  // bytes of the configuration, so without this barrier GCC drops the other
+  // stores as dead and tileloadd then faults (#UD, unconfigured tiles).
+  __asm__ volatile("" : : "r"(&c) : "memory");
   _tile_loadconfig(&c);
 }
 

@@ -80,8 +80,9 @@ TEST(QGemmLayout, RepackedWeightsMatchTheDocumentation) {
         const std::vector<uint8_t> w =
             repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
         ASSERT_EQ(w.size(), gemmPackedBytes(GemmLayout::Panel16, f, N, K));
-        if (N % 16 == 0 && K % 64 == 0)
+        if (N % 16 == 0 && K % 64 == 0) {
           EXPECT_EQ(w.size(), N * packedRowBytes(f, K)) << "same bits/weight";
+        }
         for (int64_t n = 0; n < N; ++n)
           for (int64_t k = 0; k < K; ++k)
             ASSERT_EQ(documentedPanelValue(w, f, N, K, n, k), p.wdq[n * K + k])

@@ -8,7 +8,17 @@
 
 #include "kernels/qgemm_isa.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics trip -Wuninitialized inside the header (see
+// simd_avx512.h): silenced around the include.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 namespace fm::kernels::gdetail {
 

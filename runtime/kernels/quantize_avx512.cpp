@@ -4,7 +4,17 @@
 #define FM_QUANTIZE_X86 1
 #include "kernels/quantize_search_impl.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics trip -Wuninitialized inside the header (see
+// simd_avx512.h): silenced around the include.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 

@@ -8,9 +8,22 @@
 
 #include "kernels/quantize_search.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics trip -Wuninitialized inside the header (see
+// simd_avx512.h): silenced around the include.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 namespace fm::kernels::qsearch::x86 {
+// Internal linkage: the AVX2 and AVX-512 files each keep their own copies
+// (a shared weak copy could be the AVX-512 one on an AVX2-only CPU).
+namespace {
 
 static_assert(kSumLanes == 8, "one ymm of partial sums");
 
@@ -149,4 +162,5 @@ inline float affineError16(const Group &g, float s, float m) {
 }
 #endif
 
+} // namespace
 } // namespace fm::kernels::qsearch::x86
