@@ -23,22 +23,13 @@ bool isRowOp(Operation *op) {
              fmk::CacheWriteOp, fmk::ScaleOp>(op);
 }
 
-Attribute trackOf(Operation *op) {
-  return op->getAttr(fmk::FmkDialect::kTrackAttr);
-}
-
 /// (1) Matmuls of one input become one matmul over the stacked weights.
 void mergeProjections(Block &block) {
   llvm::MapVector<Value, SmallVector<fmk::MatmulOp>> byInput;
   for (auto mm : block.getOps<fmk::MatmulOp>())
     if (!mm.getAcc())
       byInput[mm.getInput()].push_back(mm);
-  for (auto &[input, all] : byInput) {
-    // Only projections of one track merge (tracks may run concurrently).
-    SmallVector<fmk::MatmulOp> mms;
-    for (fmk::MatmulOp mm : all)
-      if (trackOf(mm) == trackOf(all.front()))
-        mms.push_back(mm);
+  for (auto &[input, mms] : byInput) {
     if (mms.size() < 2)
       continue;
     fmk::MatmulOp first = mms.front();
@@ -60,15 +51,11 @@ void mergeProjections(Block &block) {
         b, first.getLoc(),
         RankedTensorType::get({inType.getShape()[0], n}, inType.getElementType()),
         input, weights, Value());
-    if (Attribute tag = trackOf(first))
-      merged->setAttr(fmk::FmkDialect::kTrackAttr, tag);
     b.setInsertionPointAfter(merged);
     int64_t offset = 0;
     for (fmk::MatmulOp mm : mms) {
       auto slice = fmk::SliceColsOp::create(b, mm.getLoc(), mm.getType(),
                                             merged.getResult(), offset);
-      if (Attribute tag = trackOf(first))
-        slice->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       offset += cast<RankedTensorType>(mm.getType()).getShape()[1];
       mm.getResult().replaceAllUsesWith(slice.getResult());
     }
@@ -77,15 +64,10 @@ void mergeProjections(Block &block) {
   }
 }
 
-/// Whether `v` may be overwritten in place by `op`: inside a track, only a
-/// value of the same track (other tracks may still be reading the others).
-bool ownedByTrackOf(Value v, Operation *op) {
-  Attribute tag = trackOf(op);
-  if (!tag)
-    return true;
-  Operation *def = v.getDefiningOp();
-  return def && trackOf(def) == tag;
-}
+/// Whether `v` may be overwritten in place by an op of `block`: only a
+/// value of that block (inside a track, a value from above is the block
+/// input, which the other tracks still read).
+bool ownedBy(Value v, Block &block) { return v.getParentBlock() == &block; }
 
 /// (2) add(r, matmul(x)) → matmul(x) acc(r), when r dies at the add.
 void foldResiduals(Block &block) {
@@ -94,7 +76,7 @@ void foldResiduals(Block &block) {
       Value prod = add->getOperand(i), resid = add->getOperand(1 - i);
       if (auto moe = prod.getDefiningOp<fmk::MoeOp>()) {
         if (moe.getAcc() || !prod.hasOneUse() || moe->getBlock() != &block ||
-            resid == moe.getInput() || !ownedByTrackOf(resid, moe) ||
+            resid == moe.getInput() || !ownedBy(resid, block) ||
             !llvm::all_of(resid.getUsers(), [&](Operation *u) {
               return u == add || u->isBeforeInBlock(moe);
             }))
@@ -114,7 +96,7 @@ void foldResiduals(Block &block) {
       bool deadAfter = llvm::all_of(resid.getUsers(), [&](Operation *u) {
         return u == add || u->isBeforeInBlock(mm);
       });
-      if (!deadAfter || resid == mm.getInput() || !ownedByTrackOf(resid, mm))
+      if (!deadAfter || resid == mm.getInput() || !ownedBy(resid, block))
         continue;
       if (Operation *def = resid.getDefiningOp();
           def && def->getBlock() == &block && mm->isBeforeInBlock(def))
@@ -122,8 +104,6 @@ void foldResiduals(Block &block) {
       OpBuilder b(mm);
       auto acc = fmk::MatmulOp::create(b, mm.getLoc(), mm.getType(),
                                        mm.getInput(), mm.getWeights(), resid);
-      if (Attribute tag = trackOf(mm))
-        acc->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       add.getResult().replaceAllUsesWith(acc.getResult());
       add.erase();
       mm.erase();
@@ -148,8 +128,7 @@ std::string signature(fmk::GroupOp group) {
       os << ids.lookup(v) << ",";
     os << ")";
     for (NamedAttribute attr : op.getAttrs())
-      if (attr.getName() != "cache" && attr.getName() != "slot" &&
-          attr.getName() != fmk::FmkDialect::kTrackAttr)
+      if (attr.getName() != "cache" && attr.getName() != "slot")
         os << attr.getName() << "=" << attr.getValue() << ",";
     for (Value r : op.getResults()) {
       ids[r] = ids.size();
@@ -166,10 +145,6 @@ void groupRowOps(Block &block, llvm::StringMap<std::string> &kernelBySig,
   SmallVector<SmallVector<Operation *>> runs;
   SmallVector<Operation *> run;
   for (Operation &op : block) {
-    if (isRowOp(&op) && !run.empty() && trackOf(&op) != trackOf(run.front())) {
-      runs.push_back(std::move(run));
-      run.clear();
-    }
     if (isRowOp(&op)) {
       run.push_back(&op);
     } else if (!isa<ParamOp>(op)) {
@@ -203,8 +178,6 @@ void groupRowOps(Block &block, llvm::StringMap<std::string> &kernelBySig,
       resultTypes.push_back(v.getType());
     auto group = fmk::GroupOp::create(b, ops.front()->getLoc(), resultTypes,
                                       b.getStringAttr(""), inputs.getArrayRef());
-    if (Attribute tag = trackOf(ops.front()))
-      group->setAttr(fmk::FmkDialect::kTrackAttr, tag);
     Block *body = new Block();
     group.getBody().push_back(body);
     IRMapping map;
@@ -237,10 +210,19 @@ struct FusePass : impl::FusePassBase<FusePass> {
     unsigned counter = 0;
     getOperation().walk([&](ModelOp model) {
       for (auto fn : model.getBodyBlock().getOps<func::FuncOp>()) {
-        Block &block = fn.getBody().front();
-        mergeProjections(block);
-        foldResiduals(block);
-        groupRowOps(block, kernelBySig, counter);
+        // Each track of a track block on its own, then the function body
+        // (where a track block is one op).
+        SmallVector<Block *> blocks;
+        fn.walk([&](fmk::TracksOp tracks) {
+          for (Region &r : tracks.getTracks())
+            blocks.push_back(&r.front());
+        });
+        blocks.push_back(&fn.getBody().front());
+        for (Block *block : blocks) {
+          mergeProjections(*block);
+          foldResiduals(*block);
+          groupRowOps(*block, kernelBySig, counter);
+        }
       }
     });
   }

@@ -132,81 +132,57 @@ public:
         op.getNormTopkProb() ? b.getUnitAttr() : UnitAttr());
   }
 
-  /// Moves the tracks of `tb` into its block, each op tagged
-  /// fmk.track = [block, track, device], and combines them: the sum of the
-  /// tracks' results (scaled for a mean), or, when the model is partitioned,
-  /// per-device partial sums and one fmk.all_reduce.
-  void inlineTrackBlock(TrackBlockOp tb, int64_t numDevices) {
-    int64_t blk = tb.getBlock(), t = tb.getNumTracks();
-    auto devs = tb.getDevicesAttr();
-    SmallVector<Value> outs;
-    SmallVector<int64_t> devOf;
-    for (Region &r : tb.getTracks()) {
-      int64_t ti = r.getRegionNumber();
-      int64_t dev = numDevices > 1 && devs ? devs[ti] : -1;
-      Block &body = r.front();
-      body.getArgument(0).replaceAllUsesWith(tb.getInput());
-      auto yield = cast<YieldOp>(body.getTerminator());
-      outs.push_back(yield.getValue());
-      devOf.push_back(dev);
-      auto tag = b.getDenseI64ArrayAttr({blk, ti, dev});
-      for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
-        op.moveBefore(tb);
-        op.walk([&](Operation *inner) {
-          inner->setAttr(fmk::FmkDialect::kTrackAttr, tag);
-        });
-      }
-    }
+  /// fm.track_block → fmk.tracks (the tracks' layers, lowered, one region
+  /// each) and the fmk.all_reduce that combines the tracks' outputs (the
+  /// sum, scaled for a mean); fm-partition-tracks places it.
+  LogicalResult lowerTrackBlock(TrackBlockOp tb) {
+    const int64_t t = tb.getNumTracks();
     b.setInsertionPoint(tb);
     Location loc = tb.getLoc();
-    double scale = tb.getCombine() == Combine::mean ? 1.0 / double(t) : 1.0;
-    auto sumOf = [&](ArrayRef<Value> vs, int64_t dev) {
-      Value acc = vs.front();
-      for (Value v : vs.drop_front()) {
-        auto add = fmk::AddOp::create(b, loc, acc.getType(), acc, v);
-        if (dev >= 0) // a device's partial sum runs on that device only
-          add->setAttr(fmk::FmkDialect::kTrackAttr,
-                       b.getDenseI64ArrayAttr({-1, -1, dev}));
-        acc = add;
-      }
-      return acc;
-    };
-    Value result;
-    if (numDevices <= 1) {
-      result = sumOf(outs, -1);
-      if (scale != 1.0)
-        result = fmk::ScaleOp::create(b, loc, result.getType(), result,
-                                      b.getF64FloatAttr(scale));
-    } else {
-      SmallVector<Value> partials;
-      for (int64_t d = 0; d < numDevices; ++d) {
-        SmallVector<Value> mine;
-        for (auto [v, dv] : llvm::zip(outs, devOf))
-          if (dv == d)
-            mine.push_back(v);
-        partials.push_back(sumOf(mine, d));
-      }
-      result = fmk::AllReduceOp::create(b, loc, tb.getType(), partials,
-                                        b.getF64FloatAttr(scale));
+    SmallVector<Type> types(t, tb.getType());
+    auto tracks = fmk::TracksOp::create(b, loc, types, i64(tb.getBlock()),
+                                        DenseI64ArrayAttr(), unsigned(t));
+    for (Region &r : tb.getTracks()) {
+      Region &dst = tracks.getTracks()[r.getRegionNumber()];
+      dst.takeBody(r);
+      Block &body = dst.front();
+      body.getArgument(0).replaceAllUsesWith(tb.getInput());
+      body.eraseArgument(0);
+      auto yield = cast<YieldOp>(body.getTerminator());
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(yield);
+      fmk::YieldOp::create(b, yield.getLoc(), yield->getOperands());
+      yield.erase();
+      if (failed(lowerBlock(body)))
+        return failure();
     }
-    tb.getResult().replaceAllUsesWith(result);
+    b.setInsertionPoint(tb);
+    const double scale = tb.getCombine() == Combine::mean ? 1.0 / double(t) : 1.0;
+    auto combine = fmk::AllReduceOp::create(b, loc, tb.getType(),
+                                            tracks.getResults(),
+                                            b.getF64FloatAttr(scale),
+                                            DenseI64ArrayAttr());
+    tb.getResult().replaceAllUsesWith(combine.getResult());
     tb.erase();
+    return success();
   }
 
   LogicalResult lowerFunction(func::FuncOp fn) {
-    auto model = fn->getParentOfType<ModelOp>();
-    int64_t numDevices =
-        model && model.getNumDevices() ? (int64_t)*model.getNumDevices() : 1;
-    for (auto tb : llvm::make_early_inc_range(
-             fn.getBody().front().getOps<TrackBlockOp>()))
-      inlineTrackBlock(tb, numDevices);
-    for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
+    return lowerBlock(fn.getBody().front());
+  }
+
+  LogicalResult lowerBlock(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
       b.setInsertionPoint(&op);
       SmallVector<Value> replacements;
       if (isa<ParamOp, func::ReturnOp>(op) ||
           isa_and_nonnull<fmk::FmkDialect>(op.getDialect()))
         continue;
-      Operation *before = op.getPrevNode();
+      if (auto tb = dyn_cast<TrackBlockOp>(op)) {
+        if (failed(lowerTrackBlock(tb)))
+          return failure();
+        continue;
+      }
       if (auto e = dyn_cast<EmbeddingOp>(op)) {
         replacements.push_back(fmk::EmbedOp::create(
             b, e.getLoc(), e.getType(), e.getTokens(), e.getTable()));
@@ -236,15 +212,8 @@ public:
         replacements.append({k.getResult(), k.getLastPos()});
       } else {
         return op.emitOpError() << op.getName().getStringRef()
-                                << " has no lowering to the CPU target yet";
+                                << " has no lowering to the kernel level yet";
       }
-      // Kernel ops of a track keep the track's tag.
-      if (Attribute tag = op.getAttr(fmk::FmkDialect::kTrackAttr))
-        for (Operation *k = before ? before->getNextNode()
-                                   : &fn.getBody().front().front();
-             k != &op; k = k->getNextNode())
-          if (!isa<ParamOp>(k))
-            k->setAttr(fmk::FmkDialect::kTrackAttr, tag);
       op.replaceAllUsesWith(replacements);
       op.erase();
     }

@@ -18,17 +18,20 @@ namespace mlir::fm {
 struct CompileOptions {
   /// The most tokens one prefill call processes (the arena is sized for it).
   int64_t maxPrefillRows = 64;
-  /// Devices (MPI ranks) the tracks are partitioned over; 1: no collectives.
-  int64_t devices = 1;
+  /// MPI ranks the tracks are partitioned over; 1: no collectives.
+  int64_t ranks = 1;
   /// Weight quantization: 0 = none, else 2, 4 or 8 bits per weight.
   int64_t quantBits = 0;
   int64_t quantGroup = 64;
   std::string quantGrid = "balanced";
   std::string embedBits = "none"; // "4", "8" or "none"
   std::string kvBits = "none";    // "8" or "none"
+  /// Unpacked micro-kernel weights: "f32" or "f16".
+  std::string floatStorage = "f32";
 };
 
-/// partition-tracks → share-kv → lower-to-kernels → fuse → cse → plan-memory.
+/// quantize-weights → share-kv → lower-to-kernels → partition-tracks → fuse
+/// → cse → plan-memory.
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts);
 
 /// Registers every fm pass and the `fm-compile` pipeline with the global

@@ -25,8 +25,10 @@ def LowerToKernelsPass : Pass<"fm-lower-to-kernels", "mlir::ModuleOp"> {
     `fmk.matmul` (runtime micro-kernels), attention becomes RoPE, q/k norms,
     KV fake-quant and cache writes (row ops) around an `fmk.attention`
     micro-kernel, SwiGLU MLPs become two matmuls, `fmk.silu_mul` and a
-    matmul. Ops without a CPU lowering (today: fm.moe, fm.track_block, the
-    ViT ops) are reported with their layer.
+    matmul, MoE layers an `fmk.moe`, and a track block an `fmk.tracks` (its
+    tracks' kernels, one region each) followed by the `fmk.all_reduce` that
+    combines them (placed by `fm-partition-tracks`). Ops without a kernel-level
+    lowering (today: the ViT ops) are reported with their layer.
   }];
   let dependentDialects = ["::mlir::fmk::FmkDialect"];
 }
@@ -40,7 +42,9 @@ def FusePass : Pass<"fm-fuse", "mlir::ModuleOp"> {
     (`acc`), which accumulates in place; (3) every run of row ops (norms,
     RoPE, q/k norms, fake-quant, cache writes, SwiGLU, adds) becomes one
     `fmk.group`, compiled to one native kernel. Groups with the same body
-    share a kernel name, so each distinct kernel is compiled once.
+    share a kernel name, so each distinct kernel is compiled once. Inside an
+    `fmk.tracks` each region is fused on its own (tracks may run
+    concurrently, so nothing merges across them).
   }];
   let dependentDialects = ["::mlir::fmk::FmkDialect"];
 }
@@ -62,22 +66,23 @@ def PlanMemoryPass : Pass<"fm-plan-memory", "mlir::ModuleOp"> {
 }
 
 def PartitionTracksPass : Pass<"fm-partition-tracks", "mlir::ModuleOp"> {
-  let summary = "Assigns the tracks of every track block to devices";
+  let summary = "Places the tracks of every track block on MPI ranks";
   let description = [{
-    Gives each track of every `fm.track_block` a device (`devices`), keeping
-    a track's layers, experts and KV cache together, and records the device
-    count on the model. With N devices and T tracks, device d gets tracks
-    [d*T/N, (d+1)*T/N) (contiguous; when N does not divide T the counts
-    differ by at most one). The only collective is then the block's combine,
-    one all-reduce per track block: L/D per token instead of the 2L of
+    Runs on the kernel level (after `fm-lower-to-kernels`). With N ranks and
+    T tracks, rank r gets tracks [r*T/N, (r+1)*T/N) of every `fmk.tracks`
+    (contiguous; when N does not divide T the counts differ by at most one),
+    recorded as its `ranks`, so a track's layers, experts and KV cache stay
+    together; the block's `fmk.all_reduce` gets the rank of each partial and
+    is the one collective of the block: L/D per token instead of the 2L of
     tensor parallelism. A partition that would split a track (N > T) would
-    need collectives inside the block and is rejected. With N = 1 nothing
-    changes and no collective is emitted.
+    need collectives inside the block and is rejected. With N = 1 nothing is
+    placed and each combine becomes row adds and a scale.
   }];
   let options = [
-    Option<"devices", "devices", "int64_t", /*default=*/"1",
-           "the number of devices (MPI ranks)">
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "the number of MPI ranks">
   ];
+  let dependentDialects = ["::mlir::fmk::FmkDialect"];
 }
 
 def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
@@ -90,8 +95,13 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
     gates of shared experts and KV scales in full precision. A weight whose input dimension is not a
     multiple of the group stays unquantized (warning). With `kv-bits=8`,
     caches whose writers carry per-layer K/V scales (afm7) become int8.
-    The pass only annotates: the artifact writer packs the bytes, one tensor
-    at a time, choosing each group's scale to minimize squared error.
+    With `float-storage=f16`, every weight that a runtime micro-kernel reads
+    (projections, experts and routers, the embedding, the LM head) and that
+    stays unpacked gets `storage = f16` (half the bytes; the kernels widen
+    it in registers); norms, biases and scales, which generated kernels
+    read, stay f32. The pass only annotates: the artifact writer packs or
+    converts the bytes, one tensor at a time, choosing each group's scale to
+    minimize squared error.
   }];
   let options = [
     Option<"bits", "bits", "int64_t", /*default=*/"2",
@@ -102,7 +112,9 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
     Option<"embedBits", "embed-bits", "std::string", /*default=*/"\"none\"",
            "token embedding: 4, 8 or none">,
     Option<"kvBits", "kv-bits", "std::string", /*default=*/"\"none\"",
-           "KV cache: 8 or none">
+           "KV cache: 8 or none">,
+    Option<"floatStorage", "float-storage", "std::string", /*default=*/"\"f32\"",
+           "unpacked micro-kernel weights: f32 or f16">
   ];
 }
 

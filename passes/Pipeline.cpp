@@ -7,20 +7,22 @@
 namespace mlir::fm {
 
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
-  if (opts.quantBits || opts.embedBits != "none" || opts.kvBits != "none") {
+  if (opts.quantBits || opts.embedBits != "none" || opts.kvBits != "none" ||
+      opts.floatStorage != "f32") {
     QuantizeWeightsPassOptions q;
     q.bits = opts.quantBits; // 0: only the embedding and/or the cache
     q.group = opts.quantGroup;
     q.grid = opts.quantGrid;
     q.embedBits = opts.embedBits;
     q.kvBits = opts.kvBits;
+    q.floatStorage = opts.floatStorage;
     pm.addPass(createQuantizeWeightsPass(q));
   }
-  PartitionTracksPassOptions part;
-  part.devices = opts.devices;
-  pm.addPass(createPartitionTracksPass(part));
   pm.addPass(createShareKvPass());
   pm.addPass(createLowerToKernelsPass());
+  PartitionTracksPassOptions part;
+  part.ranks = opts.ranks;
+  pm.addPass(createPartitionTracksPass(part));
   pm.addPass(createFusePass());
   pm.addPass(createCSEPass());
   PlanMemoryPassOptions plan;
@@ -33,20 +35,20 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
   Option<int64_t> maxRows{*this, "max-rows",
                           llvm::cl::desc("the most tokens one prefill call processes"),
                           llvm::cl::init(64)};
-  Option<int64_t> devices{*this, "devices",
-                          llvm::cl::desc("devices the tracks are partitioned over"),
-                          llvm::cl::init(1)};
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("MPI ranks the tracks are partitioned over"),
+                        llvm::cl::init(1)};
 };
 } // namespace
 
 void registerFmPassesAndPipelines() {
   registerFmPasses();
   PassPipelineRegistration<PipelineOptions>(
-      "fm-compile", "The fm pass pipeline of `fmc compile` (share-kv, lower, fuse, plan)",
+      "fm-compile", "The fm pass pipeline of `fmc compile` (share-kv, lower, partition, fuse, plan)",
       [](OpPassManager &pm, const PipelineOptions &o) {
         CompileOptions opts;
         opts.maxPrefillRows = o.maxRows;
-        opts.devices = o.devices;
+        opts.ranks = o.ranks;
         buildFmCompilePipeline(pm, opts);
       });
 }

@@ -89,14 +89,26 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       return rows * t.getShape()[1];
     };
 
-    // Position of each op.
+    // The ops in execution order: a track block's tracks (each region in
+    // turn), then the fmk.tracks op itself, which marks the block's end.
+    SmallVector<Operation *> order;
+    DenseMap<Operation *, fmk::TracksOp> sectionOf;
+    for (Operation &op : block) {
+      if (auto tracks = dyn_cast<fmk::TracksOp>(op))
+        for (Region &r : tracks.getTracks())
+          for (Operation &inner : r.front().without_terminator()) {
+            order.push_back(&inner);
+            sectionOf[&inner] = tracks;
+          }
+      order.push_back(&op);
+    }
     DenseMap<Operation *, int64_t> index;
-    for (Operation &op : block)
-      index[&op] = index.size();
+    for (Operation *op : order)
+      index[op] = index.size();
 
     // Values that must share one buffer: an accumulating matmul (or MoE)
-    // writes into its accumulator; an all-reduce's per-device partial sums
-    // and its result are one buffer (only one partial exists on each rank).
+    // writes into its accumulator; a track block's results are the values
+    // its tracks yield.
     DenseMap<Value, Value> parent;
     std::function<Value(Value)> find = [&](Value v) -> Value {
       auto it = parent.find(v);
@@ -111,43 +123,33 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (a != b2)
         parent[b2] = a;
     };
-    for (Operation &op : block) {
+    for (Operation *op : order) {
       if (auto mm = dyn_cast<fmk::MatmulOp>(op); mm && mm.getAcc())
         unite(mm.getAcc(), mm.getResult());
       if (auto moe = dyn_cast<fmk::MoeOp>(op); moe && moe.getAcc())
         unite(moe.getAcc(), moe.getResult());
-      if (auto ar = dyn_cast<fmk::AllReduceOp>(op)) {
-        for (Value p : ar.getPartials().drop_front())
-          unite(ar.getPartials().front(), p);
-        unite(ar.getPartials().front(), ar.getResult());
-      }
+      if (auto tracks = dyn_cast<fmk::TracksOp>(op))
+        for (Region &r : tracks.getTracks())
+          unite(cast<fmk::YieldOp>(r.front().getTerminator()).getValues()[0],
+                tracks.getResult(r.getRegionNumber()));
     }
 
-    // Tracks of a block may run concurrently: every value a section (the
-    // ops of one track block) reads or writes stays live to its end.
-    DenseMap<int64_t, int64_t> sectionEnd;
-    auto blockOf = [](Operation *op) -> int64_t {
-      auto tag = op->getAttrOfType<DenseI64ArrayAttr>(fmk::FmkDialect::kTrackAttr);
-      return tag && tag.size() == 3 && tag[1] >= 0 ? tag[0] : -1;
-    };
-    for (Operation &op : block)
-      if (int64_t b2 = blockOf(&op); b2 >= 0)
-        sectionEnd[b2] = index[&op];
-
+    // Tracks of a block may run concurrently: every value a track reads or
+    // writes stays live to the block's end.
     DenseMap<Value, int64_t> lastUse;
     auto touch = [&](Value v, int64_t at) {
       Value r = find(v);
       lastUse[r] = std::max(lastUse.lookup(r), at);
     };
-    for (Operation &op : block) {
-      int64_t at = index[&op];
-      int64_t b2 = blockOf(&op);
-      int64_t until = b2 >= 0 ? sectionEnd[b2] : at;
-      for (Value v : op.getOperands())
+    for (Operation *op : order) {
+      const int64_t at = index[op];
+      auto section = sectionOf.lookup(op);
+      const int64_t until = section ? index[section] : at;
+      for (Value v : op->getOperands())
         if (isActivation(v))
           touch(v, until);
-      if (b2 >= 0)
-        for (Value r : op.getResults())
+      if (section)
+        for (Value r : op->getResults())
           if (isActivation(r))
             touch(r, until);
     }
@@ -156,10 +158,10 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     DenseMap<Value, int64_t> offset; // per set root
     std::multimap<int64_t, Value> dying; // last use → set root
     OpBuilder b(fn.getContext());
-    for (Operation &op : block) {
-      int64_t at = index[&op];
+    for (Operation *op : order) {
+      const int64_t at = index[op];
       SmallVector<int64_t> offs;
-      for (Value r : op.getResults()) {
+      for (Value r : op->getResults()) {
         if (!isActivation(r)) {
           offs.push_back(-1);
           continue;
@@ -174,9 +176,9 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         offs.push_back(off);
         dying.emplace(lastUse.count(root) ? lastUse.lookup(root) : at, root);
       }
-      if (!offs.empty() && op.getDialect() &&
-          isa<fmk::FmkDialect>(op.getDialect()))
-        op.setAttr(fmk::FmkDialect::kBuffersAttr, b.getDenseI64ArrayAttr(offs));
+      if (!offs.empty() && op->getDialect() &&
+          isa<fmk::FmkDialect>(op->getDialect()))
+        op->setAttr(fmk::FmkDialect::kBuffersAttr, b.getDenseI64ArrayAttr(offs));
       // Buffers whose last reader was this op are free for later ops (not
       // for this op's own results, which were allocated above).
       auto range = dying.equal_range(at);

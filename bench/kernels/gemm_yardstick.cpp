@@ -14,7 +14,7 @@
 #include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 #include "kernels/quantize.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <dnnl.hpp>
 

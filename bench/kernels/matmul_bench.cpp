@@ -7,7 +7,7 @@
 // std::vector of this size starts 16 bytes into a page, and splits every
 // 64-byte load across two cache lines).
 #include "kernels/matmul.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 

@@ -13,7 +13,7 @@
 #include "kernels/matmul.h"
 #include "kernels/qmatmul.h"
 #include "kernels/quantize.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 

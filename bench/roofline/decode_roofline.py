@@ -21,9 +21,14 @@ probed (1 GiB) right before every run, at that run's thread count, and the
 run's fraction is taken against its own probe; the median fraction is
 quoted. Prints numbers, asserts none.
 
+With --baseline OTHER_BUILD every configuration also runs on a second
+build (its own artifacts, compiled by its own fmc), interleaved with this
+build's run of the same configuration in every round, and the table gains
+the ratio of the two medians: a before/after comparison from one session.
+
 Usage: decode_roofline.py [--build build] [--work /tmp/fm_roofline]
                           [--variants w2,w4,f16] [--activations int8x2,int8]
-                          [--repeats 3] [--layers 56]
+                          [--repeats 3] [--layers 56] [--baseline BUILD]
 """
 import argparse
 import json
@@ -58,8 +63,13 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--layers", type=int, default=56)
     ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--baseline", default="",
+                    help="another build directory to compare with, interleaved")
     args = ap.parse_args()
-    bin_ = os.path.join(args.build, "bin")
+    builds = [("this", os.path.join(args.build, "bin"))]
+    if args.baseline:
+        builds.append(("baseline", os.path.join(args.baseline, "bin")))
+    bin_ = builds[0][1]
     os.makedirs(args.work, exist_ok=True)
 
     def probe(threads):
@@ -73,32 +83,42 @@ def main():
              "--layers", str(args.layers), "--reuse", str(reuse)])
 
     prompt = ",".join(str(1 + (i * 7919) % 150000) for i in range(128))
-    configs = []  # (variant, activations or None, threads, fmb, info)
+    configs = []  # (variant, activations or None, threads, fmb, info, build, bin)
     for v in args.variants.split(","):
-        fmb = os.path.join(args.work, "afm7_%s.fmb" % v)
-        if not os.path.exists(fmb):
-            run([os.path.join(bin_, "fmc"), "compile", ckpt, "-o", fmb, "--max-prefill", "128",
-                 "--context", "1024"] + VARIANTS[v])
-        info = json.loads(run([os.path.join(bin_, "fmc"), "inspect", fmb, "--json"]))
+        for label, bdir in builds:
+            work = args.work if label == "this" else os.path.join(args.work, label)
+            os.makedirs(work, exist_ok=True)
+            fmb = os.path.join(work, "afm7_%s.fmb" % v)
+            if not os.path.exists(fmb):
+                run([os.path.join(bdir, "fmc"), "compile", ckpt, "-o", fmb, "--max-prefill",
+                     "128", "--context", "1024"] + VARIANTS[v])
+            info = json.loads(run([os.path.join(bdir, "fmc"), "inspect", fmb, "--json"]))
+            acts = args.activations.split(",") if v != "f16" else [None]
+            for a in acts:
+                for t in (1, 2):
+                    configs.append((v, a, t, fmb, info, label, bdir))
+
+    def warm(fmb):
         # Warm the page cache: weights are used in place from the mmap, and
         # a cold file would measure the disk, not memory.
         with open(fmb, "rb") as f:
             while f.read(1 << 24):
                 pass
-        acts = args.activations.split(",") if v != "f16" else [None]
-        for a in acts:
-            for t in (1, 2):
-                configs.append((v, a, t, fmb, info))
 
     decode = {i: [] for i in range(len(configs))}
     prefill = {i: [] for i in range(len(configs))}
     fraction = {i: [] for i in range(len(configs))}
     probes = {1: [], 2: []}
+    # Each configuration of one build is followed by the same one of the
+    # other build: the two see the same machine, minute by minute.
+    order = sorted(range(len(configs)), key=lambda i: configs[i][:3] + (configs[i][5],))
     for _ in range(args.repeats):
-        for i, (v, a, t, fmb, info) in enumerate(configs):
+        for i in order:
+            v, a, t, fmb, info, label, bdir = configs[i]
+            warm(fmb)
             bw = probe(t)
             probes[t].append(bw)
-            cmd = [os.path.join(bin_, "fm-run"), fmb, "--tokens", prompt, "--max-new-tokens",
+            cmd = [os.path.join(bdir, "fm-run"), fmb, "--tokens", prompt, "--max-new-tokens",
                    str(args.new_tokens), "--threads", str(t), "--stats"]
             if a:
                 cmd += ["--activations", a]
@@ -108,13 +128,14 @@ def main():
             fraction[i].append(info["weight_bytes"] * st["decode_tokens_per_s"] / 1e9 / bw)
 
     rows = []
-    for i, (v, a, t, fmb, info) in enumerate(configs):
+    for i in order:
+        v, a, t, fmb, info, label, bdir = configs[i]
         per_token = info["weight_bytes"]
         tps = statistics.median(decode[i])
         gbs = per_token * tps / 1e9
         rows.append((v, a or "-", t, info.get("bits_per_weight", 0.0), per_token, tps,
                      min(decode[i]), max(decode[i]), gbs, statistics.median(fraction[i]),
-                     statistics.median(prefill[i])))
+                     statistics.median(prefill[i]), label))
 
     print("decode roofline: afm7-shaped, %d layers, hidden 2048, vocab 153600; "
           "median of %d runs" % (args.layers, args.repeats))
@@ -122,13 +143,21 @@ def main():
           "2 threads %.1f-%.1f GB/s (median %.1f)"
           % (min(probes[1]), max(probes[1]), statistics.median(probes[1]),
              min(probes[2]), max(probes[2]), statistics.median(probes[2])))
-    print("%-5s %-7s %7s %7s %12s %22s %10s %8s %14s"
-          % ("quant", "act", "threads", "bits/w", "bytes/token", "decode tok/s (min-max)",
-             "achieved", "of probe", "prefill tok/s"))
-    for v, a, t, bpw, b, tps, lo, hi, gbs, frac, pps in rows:
-        print("%-5s %-7s %7d %7s %9.1f MB %8.2f (%5.2f-%5.2f) %5.1f GB/s %7.0f%% %14.1f"
-              % (v, a, t, "%.3f" % bpw if bpw else "-", b / 1e6, tps, lo, hi, gbs, 100 * frac,
-                 pps))
+    print("%-8s %-5s %-7s %7s %7s %12s %22s %10s %8s %14s"
+          % ("build", "quant", "act", "threads", "bits/w", "bytes/token",
+             "decode tok/s (min-max)", "achieved", "of probe", "prefill tok/s"))
+    for v, a, t, bpw, b, tps, lo, hi, gbs, frac, pps, label in rows:
+        print("%-8s %-5s %-7s %7d %7s %9.1f MB %8.2f (%5.2f-%5.2f) %5.1f GB/s %7.0f%% %14.1f"
+              % (label, v, a, t, "%.3f" % bpw if bpw else "-", b / 1e6, tps, lo, hi, gbs,
+                 100 * frac, pps))
+    if args.baseline:
+        print("\nthis build / baseline, ratio of the medians (1.00 = the same speed):")
+        print("%-5s %-7s %7s %10s %10s" % ("quant", "act", "threads", "decode", "prefill"))
+        by = {(r[0], r[1], r[2], r[11]): r for r in rows}
+        for v, a, t, *_rest in rows[::2]:
+            this, base = by[(v, a, t, "this")], by[(v, a, t, "baseline")]
+            print("%-5s %-7s %7d %10.3f %10.3f" % (v, a, t, this[5] / base[5],
+                                                   this[10] / base[10]))
     return 0
 
 

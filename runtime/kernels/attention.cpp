@@ -4,7 +4,7 @@
 
 #include "kernels/attention_impl.h"
 #include "kernels/attention_isa.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <cassert>
 

@@ -4,7 +4,7 @@
 #include "kernels/attention_flash.h"
 
 #include "kernels/attention_flash_impl.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <cassert>
 

@@ -5,7 +5,7 @@
 // windows, f32 and int8 caches, odd head sizes, 1-3 threads, every path.
 #include "kernels/attention_flash.h"
 
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

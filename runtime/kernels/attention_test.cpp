@@ -2,7 +2,7 @@
 // prefill, grouped-query ratios, sliding windows, f32 and int8 caches.
 #include "kernels/attention.h"
 
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

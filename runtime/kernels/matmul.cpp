@@ -2,7 +2,7 @@
 #include "kernels/matmul.h"
 
 #include "kernels/matmul_isa.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <cassert>
 

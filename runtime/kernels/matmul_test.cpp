@@ -2,7 +2,7 @@
 // reference, on odd shapes, with and without accumulation, on 1-3 threads.
 #include "kernels/matmul.h"
 
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include "kernels/moe.h"
 
 #include "kernels/matmul.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>

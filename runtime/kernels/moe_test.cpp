@@ -6,7 +6,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/moe_reference.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Checks the NPY writer byte by byte.
-#include "src/Npy.h"
+#include "fm/npy.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace fm::rt {
+namespace fm {
 namespace {
 
 std::string readFile(const std::string &path) {
@@ -79,4 +79,4 @@ TEST(Npy, ReportsErrors) {
 }
 
 } // namespace
-} // namespace fm::rt
+} // namespace fm

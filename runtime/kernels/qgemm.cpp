@@ -3,7 +3,7 @@
 #include "kernels/qgemm.h"
 
 #include "kernels/qgemm_isa.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <cassert>
 #include <cstdlib>

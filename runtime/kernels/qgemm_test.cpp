@@ -9,7 +9,7 @@
 #include "kernels/qmatmul_problem.h"
 
 #include "kernels/quantize.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include "kernels/qmatmul.h"
 
 #include "kernels/qmatmul_isa.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <cassert>
 #include <cstdlib>

@@ -1,16 +1,16 @@
 // Token sampling: greedy, temperature, top-k and top-p (nucleus).
-#include "kernels/sampler.h"
+#include "fm/sampler.h"
 
 #include "kernels/exp_approx.h"
 
 #include <algorithm>
 #include <cassert>
 
-namespace fm::kernels {
+namespace fm {
 namespace {
 
 struct SamplerTag {};
-using Exp = detail::ExpApprox<SamplerTag>;
+using Exp = kernels::detail::ExpApprox<SamplerTag>;
 
 // Partial results per reduction, for the vectorizer.
 constexpr int kLanes = 16;
@@ -254,4 +254,4 @@ int32_t Sampler::sample(const float *logits, int64_t vocab) {
   return candidates_[count - 1].id;
 }
 
-} // namespace fm::kernels
+} // namespace fm

@@ -1,6 +1,6 @@
 // Checks the sampler: greedy ties, determinism per seed, top-k and top-p
 // limits, and the drawn frequencies against the probabilities.
-#include "kernels/sampler.h"
+#include "fm/sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace fm::kernels {
+namespace fm {
 namespace {
 
 std::vector<float> randomLogits(int64_t vocab, uint32_t seed,
@@ -185,4 +185,4 @@ TEST(Sampler, TopPOverLargeVocabularyDrawsOnlyFromNucleus) {
 }
 
 } // namespace
-} // namespace fm::kernels
+} // namespace fm

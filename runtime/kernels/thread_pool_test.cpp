@@ -1,6 +1,6 @@
 // Checks fm::rt::ThreadPool: coverage and chunking of parallelFor, repeated
 // and idle-separated calls, nesting, and shutdown.
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,10 @@
 // fm::Model and fm::Session: the public API over the loader and executor.
 #include "fm/runtime.h"
 
-#include "Artifact.h"
-#include "CpuExecutable.h"
 #include "Executor.h"
-#include "Linear.h"
-#include "kernels/sampler.h"
+#include "fm/artifact.h"
+#include "fm/sampler.h"
+#include "hal/Registry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -21,13 +20,18 @@ namespace fa = fm::artifact;
 // ---------------------------------------------------------------------------
 
 struct Model::Impl {
-  std::unique_ptr<rt::Artifact> artifact;
-  std::unique_ptr<rt::CpuExecutable> executable;
-  std::string family, modelName, configJson, target, exeFormat, exeTriple;
+  std::unique_ptr<ArtifactFile> artifact;
+  std::unique_ptr<hal::Device> device;
+  std::unique_ptr<hal::Buffer> weights;
+  std::unique_ptr<hal::Executable> executable;
+  rt::LoadedModel loaded;
+  std::string family, modelName, configJson, deviceName, deviceDescription;
+  std::string exeFormat, exeTriple;
+  std::vector<std::string> targets;
   int64_t vocab = 0, hidden = 0, layers = 0, parameters = 0;
   int64_t weightBytes = 0, kvBytesPerToken = 0, contextLength = 0;
   double bitsPerWeight = 0.0;
-  int64_t devices = 1, numTracks = 0, numTrackBlocks = 0;
+  int64_t ranks = 1, numTracks = 0, numTrackBlocks = 0;
   std::vector<ProgramInfo> programs;
   std::vector<CacheInfo> caches;
 };
@@ -36,35 +40,91 @@ namespace {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
 
+std::string join(const std::vector<std::string> &items) {
+  std::string s;
+  for (const std::string &i : items)
+    s += (s.empty() ? "" : ", ") + i;
+  return s.empty() ? "none" : s;
+}
+
+// The device to run `a` on: the one asked for, or the best present hardware
+// device for which the artifact has code (the CPU when there is no GPU).
+Expected<std::unique_ptr<hal::Device>> chooseDevice(const ArtifactFile &a,
+                                                    const std::string &asked) {
+  auto runnable = [&](const std::string &target) {
+    return !a.hasDispatch() || a.executable(target) != nullptr;
+  };
+  if (!asked.empty()) {
+    auto device = hal::openDevice(asked);
+    if (!device)
+      return Status::error(a.name() + ": " + device.message());
+    if (!runnable((*device)->target()))
+      return Status::error(a.name() + " has no executable for device '" +
+                           asked + "' (it has: " + join(a.targets()) +
+                           "); compile it with fmc compile --target " +
+                           (*device)->target());
+    return device;
+  }
+  for (const hal::DeviceInfo &info : hal::probeDevices()) {
+    if (!info.present || !info.hardware)
+      continue;
+    auto device = hal::openDevice(info.name);
+    if (device && runnable((*device)->target()))
+      return device;
+  }
+  return Status::error(a.name() + ": no device here can run it (its "
+                       "executables are for: " +
+                       join(a.targets()) + ")");
+}
+
 Expected<std::shared_ptr<Model>>
-finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
+finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
            const LoadOptions &options,
            std::shared_ptr<Model> (*make)(std::unique_ptr<Model::Impl>)) {
   if (!artifact)
     return artifact.status();
   auto impl = std::make_unique<Model::Impl>();
   impl->artifact = std::move(*artifact);
-  const rt::Artifact &a = *impl->artifact;
+  const ArtifactFile &a = *impl->artifact;
   const fa::Artifact &root = a.root();
-  if (a.hasDispatch() && options.loadExecutable) {
-    auto exe = rt::CpuExecutable::load(*root.executable(), a.name());
-    if (!exe)
-      return exe.status();
-    impl->executable = std::move(*exe);
-  }
-  impl->family = str(root.family());
-  impl->modelName = str(root.model_name());
-  impl->configJson = str(root.config_json());
-  impl->target = str(root.target());
-  if (const fa::Executable *exe = root.executable()) {
+  if (options.skipProgramDigestForFuzzing && options.loadExecutable &&
+      a.hasDispatch())
+    return Status::error(a.name() + ": refusing to load generated code whose "
+                                    "program digest was not checked");
+  auto device = chooseDevice(a, options.device);
+  if (!device)
+    return device.status();
+  impl->device = std::move(*device);
+  impl->deviceName = impl->device->name();
+  impl->deviceDescription = impl->device->description();
+  auto weights = impl->device->importWeights(a.data(), a.dataSize());
+  if (!weights)
+    return Status::error(a.name() + ": weights: " + weights.message());
+  impl->weights = std::move(*weights);
+  const fa::Executable *exe = a.executable(impl->device->target());
+  if (exe) {
     impl->exeFormat = str(exe->format());
     impl->exeTriple = str(exe->triple());
   }
+  if (a.hasDispatch() && options.loadExecutable) {
+    auto loaded = impl->device->loadExecutable(*exe, a.name());
+    if (!loaded)
+      return loaded.status();
+    impl->executable = std::move(*loaded);
+  }
+  impl->loaded.artifact = impl->artifact.get();
+  impl->loaded.device = impl->device.get();
+  impl->loaded.weights = impl->weights.get();
+  impl->loaded.executable = impl->executable.get();
+  impl->targets = a.targets();
+  impl->family = str(root.family());
+  impl->modelName = str(root.model_name());
+  impl->configJson = str(root.config_json());
   impl->vocab = root.vocab_size();
   impl->hidden = root.hidden_size();
   impl->layers = root.num_layers();
   impl->parameters = static_cast<int64_t>(root.parameters());
-  impl->devices = root.devices();
+  impl->ranks = root.ranks();
   impl->numTracks = root.num_tracks();
   impl->numTrackBlocks = root.num_track_blocks();
   // Bits per weight of the packed projections: the packed weights but the
@@ -78,7 +138,7 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
   for (flatbuffers::uoffset_t i = 0; i < root.weights()->size(); ++i) {
     const fa::Weight *w = root.weights()->Get(i);
     impl->weightBytes += static_cast<int64_t>(w->size());
-    if (rt::isQuantized(w->dtype()) && !table[i]) { // 2-D (the loader checked)
+    if (isQuantized(w->dtype()) && !table[i]) { // 2-D (the loader checked)
       quantBytes += static_cast<double>(w->size());
       quantElements += static_cast<double>(w->shape()->Get(0)) *
                        static_cast<double>(w->shape()->Get(1));
@@ -92,8 +152,8 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
     info.kvHeads = c->kv_heads();
     info.headDim = c->head_dim();
     info.capacity = c->capacity();
-    info.dtype = rt::dtypeName(c->dtype());
-    info.elementBytes = static_cast<int64_t>(rt::dtypeSize(c->dtype()));
+    info.dtype = dtypeName(c->dtype());
+    info.elementBytes = static_cast<int64_t>(dtypeSize(c->dtype()));
     impl->kvBytesPerToken += static_cast<int64_t>(
         int64_t(2) * info.slots * info.kvHeads * info.headDim *
         info.elementBytes);
@@ -106,7 +166,7 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
     ProgramInfo info;
     info.phase = str(p->phase());
     info.maxRows = p->max_rows();
-    info.arenaFloats = static_cast<int64_t>(p->arena_floats());
+    info.arenaFloats = static_cast<int64_t>(p->arena_bytes() / sizeof(float));
     info.commands = p->commands()->size();
     info.logitsLastRowOnly = p->logits_last_row_only();
     for (const fa::Command *c : *p->commands())
@@ -116,16 +176,23 @@ finishLoad(Expected<std::unique_ptr<rt::Artifact>> artifact,
   return make(std::move(impl));
 }
 
+ArtifactFile::Options fileOptions(const LoadOptions &options) {
+  ArtifactFile::Options o;
+  o.checkWeightsDigest = options.verifyHash;
+  o.checkProgramDigest = !options.skipProgramDigestForFuzzing;
+  return o;
+}
+
 } // namespace
+
+std::vector<DeviceInfo> probeDevices() { return hal::probeDevices(); }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
 Expected<std::shared_ptr<Model>> Model::load(const std::string &path,
                                              const LoadOptions &options) {
-  rt::Artifact::Options ao;
-  ao.verifyHash = options.verifyHash;
-  return finishLoad(rt::Artifact::open(path, ao), options,
+  return finishLoad(ArtifactFile::open(path, fileOptions(options)), options,
                     [](std::unique_ptr<Impl> impl) {
                       return std::shared_ptr<Model>(new Model(std::move(impl)));
                     });
@@ -134,9 +201,9 @@ Expected<std::shared_ptr<Model>> Model::load(const std::string &path,
 Expected<std::shared_ptr<Model>>
 Model::loadFromBuffer(const uint8_t *data, size_t size, const std::string &name,
                       const LoadOptions &options) {
-  rt::Artifact::Options ao;
-  ao.verifyHash = options.verifyHash;
-  return finishLoad(rt::Artifact::fromBuffer(data, size, name, ao), options,
+  return finishLoad(ArtifactFile::fromBuffer(data, size, name,
+                                            fileOptions(options)),
+                    options,
                     [](std::unique_ptr<Impl> impl) {
                       return std::shared_ptr<Model>(new Model(std::move(impl)));
                     });
@@ -146,7 +213,11 @@ const std::string &Model::name() const { return impl_->artifact->name(); }
 const std::string &Model::family() const { return impl_->family; }
 const std::string &Model::modelName() const { return impl_->modelName; }
 const std::string &Model::configJson() const { return impl_->configJson; }
-const std::string &Model::target() const { return impl_->target; }
+const std::string &Model::device() const { return impl_->deviceName; }
+const std::string &Model::deviceDescription() const {
+  return impl_->deviceDescription;
+}
+const std::vector<std::string> &Model::targets() const { return impl_->targets; }
 int64_t Model::vocabSize() const { return impl_->vocab; }
 int64_t Model::hiddenSize() const { return impl_->hidden; }
 int64_t Model::numLayers() const { return impl_->layers; }
@@ -160,7 +231,7 @@ const std::vector<CacheInfo> &Model::caches() const { return impl_->caches; }
 const std::string &Model::executableFormat() const { return impl_->exeFormat; }
 const std::string &Model::executableTriple() const { return impl_->exeTriple; }
 bool Model::executableLoaded() const { return impl_->executable != nullptr; }
-int64_t Model::devices() const { return impl_->devices; }
+int64_t Model::ranks() const { return impl_->ranks; }
 int64_t Model::numTracks() const { return impl_->numTracks; }
 int64_t Model::numTrackBlocks() const { return impl_->numTrackBlocks; }
 
@@ -223,22 +294,24 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
     impl_->status = Status::error("fm::Session: no model");
     return;
   }
+  rt::ExecutorOptions eo;
+  eo.threads = options.threads;
+  eo.comm = options.communicator;
   switch (options.activations) {
   case SessionOptions::Activations::Int8x2:
-    rt::quantActivations().store(kernels::QActivations::Int8x2);
+    eo.activations = kernels::QActivations::Int8x2;
     break;
   case SessionOptions::Activations::Int8:
-    rt::quantActivations().store(kernels::QActivations::Int8);
+    eo.activations = kernels::QActivations::Int8;
     break;
   case SessionOptions::Activations::F32:
-    rt::quantActivations().store(kernels::QActivations::F32);
+    eo.activations = kernels::QActivations::F32;
     break;
   }
   const Model::Impl &m = impl_->model->impl();
   // Allocation and thread creation may throw; the API must not.
   try {
-    auto exec = rt::Executor::create(*m.artifact, m.executable.get(),
-                                     options.threads, options.communicator);
+    auto exec = rt::Executor::create(m.loaded, eo);
     if (!exec)
       impl_->status = exec.status();
     else
@@ -304,11 +377,17 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
     FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position));
     s.position += rows;
     if (allLogits)
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(s.allLogits.data() + (off + r) * vocab,
-                    e.logitsRow(program, lastOnly ? 0 : r),
+      for (int64_t r = 0; r < rows; ++r) {
+        auto row = e.logitsRow(program, lastOnly ? 0 : r);
+        if (!row)
+          return row.status();
+        std::memcpy(s.allLogits.data() + (off + r) * vocab, *row,
                     vocab * sizeof(float));
-    last = e.logitsRow(program, lastOnly ? 0 : rows - 1);
+      }
+    auto lastRow = e.logitsRow(program, lastOnly ? 0 : rows - 1);
+    if (!lastRow)
+      return lastRow.status();
+    last = *lastRow;
   }
   Logits result;
   result.vocab = vocab;
@@ -339,7 +418,7 @@ Expected<const float *> Session::decode(int32_t token) {
   return s.exec->logitsRow(program, 0);
 }
 
-Expected<int32_t> Session::sample(fm::kernels::Sampler &sampler,
+Expected<int32_t> Session::sample(Sampler &sampler,
                                   const float *logits) {
   Impl &s = *impl_;
   if (!s.status)
@@ -360,7 +439,6 @@ SessionStats Session::stats() const {
     return st;
   st.ranks = s.exec->comm().size();
   st.rank = s.exec->comm().rank();
-  st.device = s.exec->device();
   st.collectives = s.exec->collectiveStats().allReduces;
   st.collectiveMs = s.exec->collectiveStats().ms;
   st.decodeTokens = s.decodeTokens;
@@ -370,7 +448,7 @@ SessionStats Session::stats() const {
 
 Expected<std::vector<int32_t>>
 Session::generate(const std::vector<int32_t> &prompt, int64_t maxNewTokens,
-                  fm::kernels::Sampler &sampler, const TokenCallback &callback) {
+                  Sampler &sampler, const TokenCallback &callback) {
   auto first = prefill(prompt);
   if (!first)
     return first.status();

@@ -59,7 +59,7 @@ struct ResolvedTarget {
   std::string triple, cpu, features, format;
 };
 
-llvm::Expected<ResolvedTarget> resolve(const CpuTarget &target) {
+llvm::Expected<ResolvedTarget> resolve(const CpuOptions &target) {
   ResolvedTarget r;
   if (target.cpu == "native") {
     r.triple = llvm::sys::getProcessTriple();
@@ -122,6 +122,21 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   });
 
   PassManager pm(ctx);
+  addLlvmLoweringPasses(pm);
+  if (failed(pm.run(kernels)))
+    return failure();
+  kernels.walk([](LLVM::BrOp br) {
+    if (auto annotation = br->getAttrOfType<LLVM::LoopAnnotationAttr>(kLoopAnnotation)) {
+      br.setLoopAnnotationAttr(annotation);
+      br->removeAttr(kLoopAnnotation);
+    }
+  });
+  return success();
+}
+
+} // namespace
+
+void addLlvmLoweringPasses(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertMathToLLVMPass());
@@ -134,16 +149,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createReconcileUnrealizedCastsPass());
-  if (failed(pm.run(kernels)))
-    return failure();
-  kernels.walk([](LLVM::BrOp br) {
-    if (auto annotation = br->getAttrOfType<LLVM::LoopAnnotationAttr>(kLoopAnnotation)) {
-      br.setLoopAnnotationAttr(annotation);
-      br->removeAttr(kLoopAnnotation);
-    }
-  });
-  return success();
 }
+
+namespace {
 
 /// `void <entry>(void **args, int64_t rows, int64_t pos)` calling `kernel`
 /// with args[0..n), rows, pos; the kernel becomes internal (and is inlined).
@@ -261,7 +269,7 @@ llvm::Expected<std::vector<uint8_t>> linkSharedObject(llvm::ArrayRef<uint8_t> ob
 } // namespace
 
 llvm::Expected<CompiledExecutable>
-compileGroups(ModuleOp module, const CpuTarget &target,
+compileGroups(ModuleOp module, const CpuOptions &target,
               const std::function<void(llvm::StringRef)> &progress) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now(), last = start;

@@ -2,9 +2,11 @@
 #pragma once
 
 #include "dialects/fmk/IR/FmkDialect.h"
+#include "targets/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -19,7 +21,7 @@ namespace fm::cpu {
 ///   "native"        the host (triple, CPU and features of this machine)
 ///   "x86-64-v3"     x86_64-unknown-linux-gnu, CPU x86-64-v3 (AVX2, FMA)
 ///   "aarch64-apple" arm64-apple-macosx13.0, CPU apple-m1 (Mach-O object only)
-struct CpuTarget {
+struct CpuOptions {
   std::string cpu = "native";
 };
 
@@ -37,23 +39,9 @@ struct CompiledExecutable {
   std::vector<uint8_t> image;
 };
 
-/// One pointer argument of a group's entry function.
-///
-/// The pointers are, in order: every non-index input (an activation: row 0 of
-/// a contiguous [rows][width] f32 buffer; a weight: its f32 data, whatever
-/// its declared element type), then one output buffer per result ([rows][width]
-/// contiguous), then, for each fmk.cache_write in the body in order, the base
-/// of that cache slot's K or V part ([capacity][width] f32).
-///
-/// Outputs may alias inputs only exactly (same buffer, same width): every row
-/// reads its inputs before any write that could clobber them.
-struct GroupArg {
-  enum Kind { Input, Result, Cache } kind;
-  /// The input or result number, or the number of the CacheWriteOp in the body.
-  unsigned index;
-};
-
-std::vector<GroupArg> groupAbi(mlir::fmk::GroupOp group);
+/// The arguments of a group's entry, in order (targets/Target.h).
+using target::GroupArg;
+using target::groupAbi;
 
 /// The C symbol of a group's entry, "fmk_<kernel>_entry" (characters other
 /// than [A-Za-z0-9_] in the kernel name become '_'). The entry has the C ABI
@@ -72,6 +60,10 @@ inline constexpr llvm::StringLiteral kKernelPointersAttr = "fmk.num_pointers";
 /// null after emitting a diagnostic on the offending op.
 mlir::OwningOpRef<mlir::ModuleOp> buildGroupKernels(mlir::ModuleOp module);
 
+/// The passes that take the kernels of buildGroupKernels (scf/arith/math/
+/// memref) to the LLVM dialect: the CPU target's kernel pipeline.
+void addLlvmLoweringPasses(mlir::OpPassManager &pm);
+
 /// Generates, optimizes (LLVM O3) and compiles all groups of `module` for
 /// `target`; for ELF targets links a shared object with ld.lld (ld.lld-22 or
 /// ld.lld on PATH, else /usr/lib/llvm-22/bin/ld.lld) on temporary files.
@@ -79,7 +71,7 @@ mlir::OwningOpRef<mlir::ModuleOp> buildGroupKernels(mlir::ModuleOp module);
 /// leaves cos/sin/sincos (RoPE, f64) and possibly memcpy undefined: the
 /// loading process provides them (libm/libc; libSystem on macOS).
 llvm::Expected<CompiledExecutable>
-compileGroups(mlir::ModuleOp module, const CpuTarget &target,
+compileGroups(mlir::ModuleOp module, const CpuOptions &target,
               const std::function<void(llvm::StringRef)> &progress = {});
 
 /// Registers `fm-cpu-build-kernels`, which replaces a module's contents with

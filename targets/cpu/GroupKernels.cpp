@@ -657,18 +657,6 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
 
 } // namespace
 
-std::vector<GroupArg> groupAbi(fmk::GroupOp group) {
-  std::vector<GroupArg> abi;
-  for (auto [i, in] : llvm::enumerate(group.getInputs()))
-    if (!in.getType().isIndex())
-      abi.push_back({GroupArg::Input, unsigned(i)});
-  for (unsigned k = 0; k < group.getNumResults(); ++k)
-    abi.push_back({GroupArg::Result, k});
-  unsigned n = 0;
-  group.getBody().walk([&](fmk::CacheWriteOp) { abi.push_back({GroupArg::Cache, n++}); });
-  return abi;
-}
-
 std::string entrySymbol(fmk::GroupOp group) {
   return "fmk_" + sanitize(group.getKernel()) + "_entry";
 }

@@ -93,3 +93,13 @@ fm.model @quantized attributes {family = "llama", vocab_size = 16 : i64, hidden_
     return %y : tensor<?x64xf32>
   }
 }
+
+// -----
+
+// A weight stored f16 in the artifact (fm-quantize-weights float-storage=f16).
+// CHECK-LABEL: func.func @f16_storage
+// CHECK: fm.param "model.embed_tokens.weight" from "model.safetensors" {storage = f16} : tensor<16x64xbf16>
+func.func @f16_storage() {
+  %e = fm.param "model.embed_tokens.weight" from "model.safetensors" {storage = f16} : tensor<16x64xbf16>
+  return
+}

@@ -219,3 +219,19 @@ func.func @memref_param() {
   %w = "fm.param"() <{key = "w"}> : () -> memref<64xf32>
   return
 }
+
+// -----
+
+func.func @storage_type() {
+  // expected-error @+1 {{'fm.param' op parameter 'w': storage 'bf16' is not supported (f16 or f32)}}
+  %w = fm.param "w" {storage = bf16} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @storage_and_quant() {
+  // expected-error @+1 {{'fm.param' op parameter 'w' has both a quantized format and a storage type}}
+  %w = fm.param "w" {quant = #fm.quant<bits = 2, group = 32, grid = balanced, scale = f16>, storage = f16} : tensor<4x32xf32>
+  return
+}

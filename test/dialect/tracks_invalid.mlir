@@ -363,32 +363,3 @@ func.func @input_not_activation(%x: tensor<?x32xf16>) -> tensor<?x32xf16> {
     }
   return %y : tensor<?x32xf16>
 }
-
-// -----
-
-// fm-partition-tracks' result: one device per track.
-func.func @devices_count(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
-  // expected-error @+1 {{'fm.track_block' op track block 0: 2 devices for 1 tracks}}
-  %y = fm.track_block %x {block = 0 : i64, depth = 1 : i64, combine = #fm<combine mean>, devices = array<i64: 0, 1>} : tensor<?x32xf32>
-    track (%t: tensor<?x32xf32>) {
-      fm.yield %t : tensor<?x32xf32>
-    }
-  return %y : tensor<?x32xf32>
-}
-
-// -----
-
-// Devices are numbered below the model's device count.
-fm.model @pt attributes {family = "pt_moe", hidden_size = 32 : i64, vocab_size = 64 : i64, num_devices = 2 : i64} {
-  func.func @prefill(%x: tensor<?x32xf32>) -> tensor<?x32xf32> attributes {fm.phase = "prefill"} {
-    // expected-error @+1 {{'fm.track_block' op track block 0: device 2 is out of range (the model has 2 devices)}}
-    %y = fm.track_block %x {block = 0 : i64, depth = 1 : i64, combine = #fm<combine mean>, devices = array<i64: 0, 2>} : tensor<?x32xf32>
-      track (%a: tensor<?x32xf32>) {
-        fm.yield %a : tensor<?x32xf32>
-      }
-      track (%b: tensor<?x32xf32>) {
-        fm.yield %b : tensor<?x32xf32>
-      }
-    return %y : tensor<?x32xf32>
-  }
-}

@@ -19,9 +19,11 @@ REF = os.path.join(ROOT, "test", "reference", "fm_reference.py")
 
 
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """The command's stdout (its stderr, progress and notes, is shown on failure)."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
-        sys.stderr.write("command failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stdout))
+        sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd),
+                                                          p.stdout, p.stderr))
         sys.exit(1)
     return p.stdout
 
@@ -39,7 +41,7 @@ def main():
     ap.add_argument("--max-prefill", default="8")
     ap.add_argument("--rtol", default="1e-3")
     ap.add_argument("--bin", default="", help="directory of fmc and fm-run (default: PATH)")
-    ap.add_argument("--devices", default="1", help="fmc compile --devices (track partition)")
+    ap.add_argument("--ranks", default="1", help="fmc compile --ranks (track partition)")
     ap.add_argument("--compile-args", default="", help="extra fmc compile flags")
     ap.add_argument("--qat-grid", default="", help="gen_checkpoint --qat-grid GROUP")
     ap.add_argument("--run-args", default="", help="extra fm-run flags")
@@ -63,7 +65,7 @@ def main():
     run(gen)
     fmb = os.path.join(args.work, "model.fmb")
     run([tool("fmc"), "compile", model, "-o", fmb, "--max-prefill", args.max_prefill,
-         "--devices", args.devices] + args.compile_args.split())
+         "--ranks", args.ranks] + args.compile_args.split())
     launch = []
     if args.mpi:
         launch = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.mpi)]

@@ -2,15 +2,9 @@
 // crashing, and a model it accepts must run without touching memory outside
 // what it verified (ASan watches the executor's reads and writes).
 //
-// Build (BUILD: a build dir, for its generated fm/fmb_generated.h; only the
-// generic kernels, so no ISA flags are needed):
-//   clang++-22 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined
-//     -I runtime/include -I runtime -I BUILD/runtime/src/include
-//     test/fuzz/fmb_loader_fuzz.cpp runtime/src/{Artifact,CpuExecutable,
-//     Executor,QuantMoe,Runtime,ThreadPool}.cpp runtime/kernels/{attention,
-//     isa,matmul,matmul_generic,moe,qmatmul,qmatmul_generic,quantize,
-//     sampler}.cpp -o /tmp/fmb_fuzz
-//   /tmp/fmb_fuzz -max_total_time=60 test/fuzz/corpus/fmb
+// Built by test/fuzz/CMakeLists.txt against instrumented variants of the
+// runtime's libraries (ninja fmb_loader_fuzz), run in ctest as fuzz.fmb:
+//   build/bin/fmb_loader_fuzz -max_total_time=60 test/fuzz/corpus/fmb
 // Seeds: FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test
 //   --gtest_filter=Loader.WriteCorpus
 #include "fm/runtime.h"
@@ -23,7 +17,7 @@
 namespace {
 
 // Rank `rank` of a group of `size` whose collectives do nothing: one
-// process can then run each device's share of a partitioned model in turn
+// process can then run each rank's share of a partitioned model in turn
 // (the AllReduce only scales).
 class LoneRank final : public fm::Communicator {
 public:
@@ -65,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.verifyHash = size % 2 == 0; // both paths
   // Never dlopen fuzzed bytes: that runs them.
   options.loadExecutable = false;
+  // Mutated bytes would all stop at the program digest: skip it to reach
+  // the checks behind it (the digest itself is tested in the loader tests).
+  options.skipProgramDigestForFuzzing = true;
   auto model = fm::Model::loadFromBuffer(data, size, "fuzz.fmb", options);
   if (!model)
     return 0;
@@ -82,12 +79,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // One thread, then two (track sections run their tracks concurrently,
   // the Moe kernel splits its work); a partitioned model as each of its
   // ranks in turn.
-  if (m.devices() <= 1) {
+  if (m.ranks() <= 1) {
     exercise(*model, 1, nullptr);
     exercise(*model, 2, nullptr);
-  } else if (m.devices() <= 4) {
-    for (int rank = 0; rank < m.devices(); ++rank) {
-      LoneRank comm(rank, static_cast<int>(m.devices()));
+  } else if (m.ranks() <= 4) {
+    for (int rank = 0; rank < m.ranks(); ++rank) {
+      LoneRank comm(rank, static_cast<int>(m.ranks()));
       exercise(*model, 2, &comm);
     }
   }

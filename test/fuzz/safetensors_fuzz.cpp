@@ -1,6 +1,6 @@
 // libFuzzer target: SafeTensorsFile::parse must reject or accept any bytes
 // without crashing, and every tensor it accepts must lie inside the input.
-#include "../../tools/fmc/import/SafeTensors.h"
+#include "import/weights/SafeTensors.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,7 @@ fm.model @m attributes {family = "vit", hidden_size = 32 : i64, vocab_size = 1 :
   func.func @encode(%img: tensor<3x16x16xf32>) -> tensor<4x32xf32> attributes {fm.phase = "encode"} {
     %w = fm.param "w" : tensor<32x3x8x8xf32>
     %b = fm.param "b" : tensor<32xf32>
-    // expected-error @+1 {{fm.patch_embed has no lowering to the CPU target yet}}
+    // expected-error @+1 {{fm.patch_embed has no lowering to the kernel level yet}}
     %p = fm.patch_embed %img, %w, %b {patch_size = 8 : i64} : tensor<3x16x16xf32>, tensor<32x3x8x8xf32>, tensor<32xf32> -> tensor<4x32xf32>
     return %p : tensor<4x32xf32>
   }

@@ -1,10 +1,11 @@
 // fm-run: runs a compiled .fmb model on token ids: generates, scores
-// (teacher-forced logits of every position) and reports speed. Started by
-// mpirun, it runs a model partitioned over devices as one rank per device;
-// rank 0 samples, prints and writes files.
+// (teacher-forced logits of every position) and reports speed, on the device
+// it picks or is told (--device). Started by mpirun, it runs a model
+// partitioned over ranks as one process per rank; rank 0 samples, prints
+// and writes files.
+#include "fm/npy.h"
 #include "fm/runtime.h"
-#include "kernels/sampler.h"
-#include "src/Npy.h"
+#include "fm/sampler.h"
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +40,8 @@ struct Args {
   int64_t prefillChunk = 0;
   bool verifyHash = false;
   std::string activations = "int8x2";
+  std::string device;
+  bool listDevices = false;
 };
 
 // --activations (checked by CLI11 to be one of these names).
@@ -141,10 +144,15 @@ int run(const Args &args, fm::Communicator *comm) {
     auto t0 = std::chrono::steady_clock::now();
     fm::LoadOptions loadOptions;
     loadOptions.verifyHash = args.verifyHash;
+    loadOptions.device = args.device;
     auto loaded = fm::Model::load(args.model, loadOptions);
     if (!loaded)
       return loaded.message();
     model = *loaded;
+    if (leader)
+      std::fprintf(stderr, "fm-run: device %s%s: %s\n", model->device().c_str(),
+                   args.device.empty() ? " (default)" : "",
+                   model->deviceDescription().c_str());
     // What the session would reject, checked here so that under mpirun
     // every rank fails in the setup together rather than mid-run.
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -204,8 +212,7 @@ int run(const Args &args, fm::Communicator *comm) {
     if (leader)
       logitRows.assign(prefill->data, prefill->data + prefill->rows * vocab);
   } else {
-    fm::kernels::Sampler sampler(args.temperature, args.topK, args.topP,
-                                 args.seed);
+    fm::Sampler sampler(args.temperature, args.topK, args.topP, args.seed);
     const bool keepLogits = leader && !args.logitsOut.empty();
     // Every rank decodes the same steps (the collectives pair up), so the
     // choice to feed the last token back must not depend on the rank.
@@ -251,7 +258,7 @@ int run(const Args &args, fm::Communicator *comm) {
   if (!args.logitsOut.empty()) {
     int64_t rows =
         vocab > 0 ? static_cast<int64_t>(logitRows.size()) / vocab : 0;
-    if (!fm::rt::writeNpyF32(args.logitsOut, logitRows.data(), {rows, vocab},
+    if (!fm::writeNpyF32(args.logitsOut, logitRows.data(), {rows, vocab},
                              &error))
       return report(args.logitsOut + ": " + error);
   }
@@ -279,13 +286,13 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"threads\": %d, \"ranks\": %d, "
                 "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f, "
-                "\"activations\": \"%s\"}\n",
+                "\"activations\": \"%s\", \"device\": \"%s\"}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
                 session->threads(), st.ranks, perToken, st.collectiveMs,
-                args.activations.c_str());
+                args.activations.c_str(), model->device().c_str());
   }
   std::fflush(stdout);
   return 0;
@@ -296,7 +303,7 @@ int run(const Args &args, fm::Communicator *comm) {
 int main(int argc, char **argv) {
   CLI::App app{"fm-run: run a compiled .fmb model on token ids"};
   Args args;
-  app.add_option("model", args.model, "the .fmb artifact")->required();
+  app.add_option("model", args.model, "the .fmb artifact");
   app.add_option("--tokens", args.tokens,
                  "prompt token ids, comma-separated (1,17,42)");
   app.add_option("--max-new-tokens", args.maxNewTokens, "tokens to generate")
@@ -341,7 +348,15 @@ int main(int argc, char **argv) {
       "--exact-activations", [&args] { args.activations = "f32"; },
       "same as --activations f32");
   app.add_flag("--verify-hash", args.verifyHash,
-               "check the weights against the artifact's content hash");
+               "check the weights against the artifact's weights digest (the "
+               "program digest is checked at every load)");
+  app.add_option("--device", args.device,
+                 "run on this device: cpu, vulkan, metal or cuda (default: "
+                 "the best hardware device present that the artifact has "
+                 "code for, never a software one such as lavapipe; the "
+                 "choice is printed on stderr)");
+  app.add_flag("--list-devices", args.listDevices,
+               "print the devices this runtime knows and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -352,7 +367,17 @@ int main(int argc, char **argv) {
     return fail(e.what());
   }
 
-  // Under mpirun: one rank per device of a partitioned model. MPI is
+  if (args.model.empty() && !args.listDevices)
+    return fail("model: the .fmb artifact to run is required (--help)");
+  if (args.listDevices) {
+    for (const fm::DeviceInfo &d : fm::probeDevices())
+      std::printf("%-7s %-11s %s\n", d.name.c_str(),
+                  d.present ? (d.hardware ? "present" : "software")
+                            : (d.builtIn ? "absent" : "not built"),
+                  d.description.c_str());
+    return 0;
+  }
+  // Under mpirun: one process per rank of a partitioned model. MPI is
   // started only then (a plain run never touches it).
   std::unique_ptr<fm::Communicator> comm;
   if (int launched = fm::mpiLaunchSize(); launched > 0) {

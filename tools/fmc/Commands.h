@@ -17,7 +17,7 @@ int runImport(const ImportArgs &args);
 struct CompileArgs {
   std::string input;       // checkpoint directory or fm IR (.mlir)
   std::string output;
-  std::string target = "cpu";
+  std::string target = "cpu";   // a list: "cpu,vulkan"
   std::string cpu = "native";
   std::string quant = "none";   // none | f16 | w2 | w4 | w8
   int64_t group = 64;
@@ -27,7 +27,8 @@ struct CompileArgs {
   bool report = false;           // per-tensor quantization error
   int64_t contextLength = 2048;
   int64_t maxPrefill = 64;
-  int64_t devices = 1;     // ranks the tracks are partitioned over
+  int64_t ranks = 1;       // MPI ranks the tracks are partitioned over
+  bool devicesAlias = false; // given as the deprecated --devices
   std::string dumpIr;      // write the planned kernel-level IR here
 };
 int runCompile(const CompileArgs &args);
@@ -37,6 +38,7 @@ struct InspectArgs {
   bool json = false;
   bool verifyHash = false;
   std::string extractExecutable; // write the generated code here
+  std::string target;            // of the executable to extract
 };
 int runInspect(const InspectArgs &args);
 

@@ -1,13 +1,17 @@
-// `fmc compile`: checkpoint or fm IR → planned kernel IR → native kernels →
-// .fmb artifact, with a one-screen report and progress on stderr.
+// `fmc compile`: checkpoint or fm IR → planned kernel IR → one executable per
+// target (through the target interface) → .fmb artifact, with a one-screen
+// report and progress on stderr.
 #include "Commands.h"
-#include "import/Importer.h"
 
 #include "dialects/fm/IR/FmOps.h"
 #include "dialects/fmk/IR/FmkDialect.h"
+#include "import/Importer.h"
 #include "passes/Passes.h"
-#include "targets/ArtifactWriter.h"
-#include "targets/cpu/GroupCodegen.h"
+#include "targets/BuiltinTargets.h"
+#include "targets/Target.h"
+#include "targets/artifact/ArtifactWriter.h"
+
+#include "fm/format.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -67,8 +71,14 @@ void progress(llvm::StringRef line) { llvm::errs() << "fmc: " << line << "\n"; }
 } // namespace
 
 int runCompile(const CompileArgs &args) {
-  if (args.target != "cpu")
-    return fail("target '" + args.target + "' is not supported (cpu)");
+  target::registerBuiltinTargets();
+  auto targets = target::parseTargetList(args.target);
+  if (!targets)
+    return fail(llvm::toString(targets.takeError()));
+  if (args.devicesAlias)
+    llvm::WithColor::warning(llvm::errs(), "fmc")
+        << "--devices is deprecated (it meant MPI ranks): use --ranks "
+        << args.ranks << "\n";
   auto t0 = Clock::now();
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::fm::FmDialect, mlir::fmk::FmkDialect,
@@ -77,17 +87,21 @@ int runCompile(const CompileArgs &args) {
 
   // 1. Import, or read fm IR.
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  import::WeightSet weights;
+  bool haveWeights = false;
   if (llvm::sys::fs::is_directory(args.input)) {
     progress("importing " + args.input);
     import::ImportOptions opts;
     opts.contextLength = args.contextLength;
     std::vector<std::string> warnings;
-    auto m = import::importModel(ctx, args.input, opts, warnings);
+    auto m = import::importModel(ctx, args.input, opts, warnings, nullptr,
+                                 &weights);
     for (const std::string &w : warnings)
       llvm::WithColor::warning(llvm::errs(), "fmc") << w << "\n";
     if (!m)
       return fail(llvm::toString(m.takeError()));
     module = std::move(*m);
+    haveWeights = true;
   } else {
     llvm::SourceMgr sm;
     mlir::SourceMgrDiagnosticHandler handler(sm, &ctx);
@@ -99,12 +113,14 @@ int runCompile(const CompileArgs &args) {
 
   // 2. The fm pass pipeline down to the planned kernel level.
   auto t1 = Clock::now();
-  progress("running the fm pipeline (share-kv, lower, fuse, plan)");
+  progress("running the fm pipeline (quantize, share-kv, lower, partition, "
+           "fuse, plan)");
   mlir::PassManager pm(&ctx);
   mlir::fm::CompileOptions copts;
   copts.maxPrefillRows = args.maxPrefill;
-  copts.devices = args.devices;
-  bool f16 = args.quant == "f16";
+  copts.ranks = args.ranks;
+  const bool f16 = args.quant == "f16";
+  copts.floatStorage = f16 ? "f16" : "f32";
   copts.quantBits =
       args.quant == "none" || f16 ? 0 : std::stoi(args.quant.substr(1));
   copts.quantGroup = args.group;
@@ -124,36 +140,57 @@ int runCompile(const CompileArgs &args) {
     out->keep();
   }
 
-  // 3. Native code for the fused kernels.
+  // 3. One executable per target for the fused kernels.
   auto t2 = Clock::now();
-  mlir::OwningOpRef<mlir::ModuleOp> kernels = target::uniqueKernels(*module);
-  cpu::CpuTarget target;
-  target.cpu = args.cpu;
-  auto exe = cpu::compileGroups(*kernels, target, progress);
-  if (!exe)
-    return fail(llvm::toString(exe.takeError()));
+  target::TargetOptions topts{{"cpu", args.cpu}};
+  std::vector<target::SerializedExecutable> executables;
+  const bool anyKernels = !target::kernelNames(*module).empty();
+  for (const target::Target *t : *targets) {
+    if (llvm::Error e = target::checkMicroKernels(*module, *t))
+      return fail(llvm::toString(std::move(e)));
+    if (!anyKernels)
+      continue;
+    mlir::OwningOpRef<mlir::ModuleOp> kernels = target::uniqueKernels(*module);
+    auto exe = t->serializeExecutable(*kernels, topts, progress);
+    if (!exe)
+      return fail(llvm::toString(exe.takeError()));
+    executables.push_back(std::move(*exe));
+  }
   double codegenMs = msSince(t2);
 
-  // 4. The artifact.
+  // 4. The artifact, with the weights the fm.model names.
   auto t3 = Clock::now();
+  mlir::fm::ModelOp model;
+  for (auto m : module->getOps<mlir::fm::ModelOp>())
+    model = m;
+  if (!model)
+    return fail(args.input + " has no fm.model");
+  if (!haveWeights) {
+    if (!model.getWeights())
+      return fail("fm.model has no 'weights' directory to read the parameters "
+                  "from");
+    auto opened = import::WeightSet::openDirectory(*model.getWeights());
+    if (!opened)
+      return fail(llvm::toString(opened.takeError()));
+    weights = std::move(*opened);
+  }
   progress("writing " + args.output);
-  target::WriteOptions wopts;
-  wopts.f16Weights = f16;
-  auto summary =
-      target::writeArtifact(*module, *exe, args.output, progress, wopts);
+  auto summary = writer::writeArtifact(*module, executables, weights,
+                                       args.output, progress);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
 
   // 5. The report.
-  mlir::fm::ModelOp model;
-  for (auto m : module->getOps<mlir::fm::ModelOp>())
-    model = m;
   auto &os = llvm::outs();
   os << llvm::formatv("fmc compile: {0} model '{1}' -> {2}\n", model.getFamily(),
                       model.getSymName(), args.output);
-  os << llvm::formatv("  target        {0} ({1}, cpu {2}, {3})\n", args.target,
-                      exe->triple, exe->cpu, exe->format);
+  for (const target::SerializedExecutable &e : executables)
+    os << llvm::formatv("  target        {0} ({1})\n", e.target, e.summary);
+  if (executables.empty())
+    for (const target::Target *t : *targets)
+      os << llvm::formatv("  target        {0} (no generated kernels)\n",
+                          t->name());
   os << llvm::formatv("  layers        {0}\n", summary->numLayers);
   os << llvm::formatv("  parameters    {0} in {1} tensors\n",
                       count(summary->parameters), summary->numWeights);
@@ -162,7 +199,7 @@ int runCompile(const CompileArgs &args) {
   if (summary->quantizedElements) {
     // Per bit width: bits/weight with the scales, and the error.
     std::map<unsigned, std::array<double, 4>> byBits; // elems, bytes, err, sum
-    for (const target::QuantErrorEntry &e : summary->quantErrors) {
+    for (const writer::QuantErrorEntry &e : summary->quantErrors) {
       auto &a = byBits[e.bits];
       a[0] += e.elements;
       a[1] += e.bytes;
@@ -186,10 +223,10 @@ int runCompile(const CompileArgs &args) {
                             ? summary->collectivesPerPhase.at("decode")
                             : 0;
     os << llvm::formatv("  tracks        {0} tracks x {1} blocks of depth {2}, "
-                        "over {3} device(s)\n",
+                        "over {3} rank(s)\n",
                         summary->numTracks, blocks,
                         blocks ? summary->numLayers / blocks : 0,
-                        summary->devices);
+                        summary->ranks);
     os << llvm::formatv("  collectives   {0} per token (one all-reduce per track "
                         "block; tensor parallelism would need 2L = {1})\n",
                         perToken, 2 * summary->numLayers);
@@ -201,9 +238,12 @@ int runCompile(const CompileArgs &args) {
                       summary->numKernels, phases);
   if (args.report && !summary->quantErrors.empty()) {
     os << "  quantization error per tensor (relative RMS):\n";
-    for (const target::QuantErrorEntry &e : summary->quantErrors)
+    for (const writer::QuantErrorEntry &e : summary->quantErrors)
       os << llvm::formatv("    {0,-56} w{1}  {2:F5}\n", e.name, e.bits, e.relativeRms);
   }
+  os << llvm::formatv("  digests       program {0}, weights {1} (BLAKE2b-256)\n",
+                      format::hex(summary->programDigest).substr(0, 16),
+                      format::hex(summary->weightsDigest).substr(0, 16));
   os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "
                       "codegen {2:F0} ms, write {3:F0} ms, total {4:F0} ms\n",
                       importMs, passMs, codegenMs, writeMs, msSince(t0));

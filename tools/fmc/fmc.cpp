@@ -31,8 +31,9 @@ int main(int argc, char **argv) {
       ->required();
   compileCmd->add_option("-o,--output", comp.output, "the artifact to write")
       ->required();
-  compileCmd->add_option("--target", comp.target, "code generation target")
-      ->check(CLI::IsMember({"cpu"}))
+  compileCmd->add_option("--target", comp.target,
+                         "code generation targets, a comma-separated list "
+                         "(one executable each in the artifact): cpu")
       ->default_val("cpu");
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
       ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
@@ -65,11 +66,20 @@ int main(int argc, char **argv) {
                          "the most prompt tokens one prefill call processes")
       ->check(CLI::PositiveNumber)
       ->default_val(64);
-  compileCmd->add_option("--devices", comp.devices,
-                         "partition the tracks over this many devices (MPI "
-                         "ranks); one all-reduce per track block")
+  compileCmd->add_option("--ranks", comp.ranks,
+                         "partition the tracks over this many MPI ranks; one "
+                         "all-reduce per track block")
       ->check(CLI::PositiveNumber)
       ->default_val(1);
+  compileCmd
+      ->add_option_function<int64_t>(
+          "--devices",
+          [&comp](int64_t n) {
+            comp.ranks = n;
+            comp.devicesAlias = true;
+          },
+          "deprecated: the old name of --ranks")
+      ->check(CLI::PositiveNumber);
   compileCmd->add_option("--dump-ir", comp.dumpIr,
                          "also write the planned kernel-level IR here");
 
@@ -79,10 +89,13 @@ int main(int argc, char **argv) {
   inspectCmd->add_option("artifact", insp.artifact, "the .fmb file")->required();
   inspectCmd->add_flag("--json", insp.json, "print JSON");
   inspectCmd->add_flag("--verify-hash", insp.verifyHash,
-                       "also check the content hash of the weights");
+                       "also check the weights against their digest "
+                       "(the program digest is checked at every load)");
   inspectCmd->add_option("--extract-executable", insp.extractExecutable,
-                         "write the generated code (shared object or object "
-                         "file) to this file");
+                         "write the generated code of --target (a shared "
+                         "object, object file, SPIR-V, ...) to this file");
+  inspectCmd->add_option("--target", insp.target,
+                         "the executable to extract (default: the only one)");
 
   CLI11_PARSE(app, argc, argv);
   if (importCmd->parsed())

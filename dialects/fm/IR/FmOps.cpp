@@ -194,6 +194,15 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError() << "parameter '" << getKey()
                          << "' must have a static shape, got " << type;
+  if (auto st = getStorageAttr()) {
+    Type t = st.getValue();
+    if (!t.isF16() && !t.isF32())
+      return emitOpError() << "parameter '" << getKey() << "': storage " << t
+                           << " is not supported (f16 or f32)";
+    if (getQuantAttr())
+      return emitOpError() << "parameter '" << getKey()
+                           << "' has both a quantized format and a storage type";
+  }
   if (auto q = getQuantAttr()) {
     if (type.getRank() == 0)
       return emitOpError() << "parameter '" << getKey()
@@ -602,18 +611,6 @@ LogicalResult TrackBlockOp::verify() {
   if (failed(sameAsInput(*this, "track block " + std::to_string(b), getInput(),
                          getResult())))
     return failure();
-  if (auto devs = getDevicesAttr()) {
-    if (devs.size() != (int64_t)getTracks().size())
-      return emitOpError() << "track block " << b << ": " << devs.size()
-                           << " devices for " << getTracks().size() << " tracks";
-    auto model = (*this)->getParentOfType<ModelOp>();
-    int64_t n = model && model.getNumDevices() ? (int64_t)*model.getNumDevices() : 1;
-    for (int64_t d : devs.asArrayRef())
-      if (d < 0 || d >= n)
-        return emitOpError() << "track block " << b << ": device " << d
-                             << " is out of range (the model has " << n
-                             << " devices)";
-  }
   DenseMap<Attribute, unsigned> cacheOwner;
   for (Region &r : getTracks()) {
     unsigned t = r.getRegionNumber();

@@ -42,7 +42,7 @@ def Fm_ModelOp : Fm_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
                        I64Attr:$vocab_size, I64Attr:$hidden_size,
                        OptionalAttr<DictionaryAttr>:$config,
                        OptionalAttr<StrAttr>:$weights,
-                       OptionalAttr<I64Attr>:$num_devices);
+                       OptionalAttr<I64Attr>:$num_ranks);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -61,8 +61,10 @@ def Fm_ParamOp : Fm_Op<"param", [Pure]> {
   let description = [{
     Refers to the tensor `key` of the checkpoint (stored in `file`, relative to
     the model's `weights` directory); its data is never held in the IR. The
-    result type is the stored shape and dtype. `quant` records how a pass
-    decided to store the parameter in the artifact.
+    result type is the checkpoint's shape and dtype. `quant` (a packed
+    low-bit format) or `storage` (f16 or f32) records how
+    `fm-quantize-weights` decided to store the parameter in the artifact;
+    without either it is stored as f32.
 
     ```mlir
     %w = fm.param "model.layers.0.mlp.up_proj.weight" from "model.safetensors"
@@ -70,10 +72,12 @@ def Fm_ParamOp : Fm_Op<"param", [Pure]> {
     %q = fm.param "model.layers.0.mlp.up_proj.weight"
            {quant = #fm.quant<bits = 2, group = 64, grid = balanced, scale = f16>}
            : tensor<172x64xf32>
+    %h = fm.param "model.embed_tokens.weight" {storage = f16} : tensor<512x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$key, OptionalAttr<StrAttr>:$file,
-                       OptionalAttr<Fm_QuantAttr>:$quant);
+                       OptionalAttr<Fm_QuantAttr>:$quant,
+                       OptionalAttr<TypeAttr>:$storage);
   let results = (outs Fm_Weight:$result);
   let assemblyFormat = "$key (`from` $file^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -352,7 +356,8 @@ def Fm_TrackBlockOp : Fm_Op<"track_block", [RecursiveMemoryEffects]> {
     argument) and carries its own residual stream; nothing crosses between
     tracks inside the block. The block's result is the `mean` or `sum` of the
     values the tracks yield: the only synchronization of the block.
-    After `fm-partition-tracks`, `devices` gives the device of each track.
+    (`fm-partition-tracks` places tracks on MPI ranks at the kernel level,
+    on `fmk.tracks`.)
 
     ```mlir
     %y = fm.track_block %x {block = 0 : i64, depth = 2 : i64,
@@ -362,8 +367,7 @@ def Fm_TrackBlockOp : Fm_Op<"track_block", [RecursiveMemoryEffects]> {
     ```
   }];
   let arguments = (ins Fm_Activation:$input, I64Attr:$block, I64Attr:$depth,
-                       Fm_CombineAttr:$combine,
-                       OptionalAttr<DenseI64ArrayAttr>:$devices);
+                       Fm_CombineAttr:$combine);
   let results = (outs Fm_Activation:$result);
   let regions = (region VariadicRegion<SizedRegion<1>>:$tracks);
   let hasCustomAssemblyFormat = 1;

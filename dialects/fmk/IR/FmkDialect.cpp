@@ -78,5 +78,50 @@ LogicalResult GroupOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getPartials().empty())
+    return emitOpError() << "needs at least one partial";
+  if (auto ranks = getRanksAttr()) {
+    if ((size_t)ranks.size() != getPartials().size())
+      return emitOpError() << ranks.size() << " ranks for "
+                           << getPartials().size() << " partials";
+    for (int64_t r : ranks.asArrayRef())
+      if (r < 0)
+        return emitOpError() << "rank " << r << " is negative";
+  }
+  return success();
+}
+
+LogicalResult TracksOp::verify() {
+  const int64_t b = getBlock();
+  if (getTracks().empty())
+    return emitOpError() << "track block " << b << " has no tracks";
+  if (getTracks().size() != getNumResults())
+    return emitOpError() << "track block " << b << ": " << getTracks().size()
+                         << " tracks but " << getNumResults() << " results";
+  if (auto ranks = getRanksAttr()) {
+    if ((size_t)ranks.size() != getTracks().size())
+      return emitOpError() << "track block " << b << ": " << ranks.size()
+                           << " ranks for " << getTracks().size() << " tracks";
+    for (int64_t r : ranks.asArrayRef())
+      if (r < 0)
+        return emitOpError() << "track block " << b << ": rank " << r
+                             << " is negative";
+  }
+  for (Region &r : getTracks()) {
+    const unsigned t = r.getRegionNumber();
+    if (r.empty() || r.front().getNumArguments() != 0)
+      return emitOpError() << "track " << t << " of block " << b
+                           << " must be one block without arguments";
+    auto yield = dyn_cast<YieldOp>(r.front().getTerminator());
+    if (!yield || yield.getValues().size() != 1 ||
+        yield.getValues()[0].getType() != getResult(t).getType())
+      return emitOpError() << "track " << t << " of block " << b
+                           << " must yield one value of type "
+                           << getResult(t).getType();
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/fmk/IR/FmkOps.cpp.inc"

@@ -29,9 +29,6 @@ def Fmk_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kBuffersAttr = "fmk.buffers";
     static constexpr ::llvm::StringLiteral kArenaAttr = "fmk.arena_floats";
     static constexpr ::llvm::StringLiteral kMaxRowsAttr = "fmk.max_rows";
-    /// [block, track, device] of an op that belongs to a track of a track
-    /// block (set by fm-lower-to-kernels; -1 device: every rank).
-    static constexpr ::llvm::StringLiteral kTrackAttr = "fmk.track";
   }];
 }
 
@@ -168,20 +165,57 @@ def Fmk_MoeOp : Fmk_Op<"moe", [Pure, AttrSizedOperandSegments]> {
 }
 
 def Fmk_AllReduceOp : Fmk_Op<"all_reduce", [SameOperandsAndResultType]> {
-  let summary = "the track-block collective: sum of the ranks' partial sums, scaled";
+  let summary = "the combine of a track block: scale · Σ of the tracks' outputs";
   let description = [{
-    `partials` holds one value per device: on device d only the d-th is
-    computed (the sum of that device's tracks); fm-plan-memory gives them
-    one buffer, which the runtime all-reduces (sum) across the ranks and
-    multiplies by `scale` (1/T for a mean of T tracks).
+    The result is `scale` times the sum of `partials` (the outputs of the
+    tracks of one `fmk.tracks`; `scale` is 1/T for a mean of T tracks).
+    `fm-lower-to-kernels` emits it; `fm-partition-tracks` places it: in one
+    process it becomes row adds and a scale, fused with what follows; over
+    N ranks it stays a collective with `ranks` saying which rank computes
+    each partial, and the runtime's AllReduce sums every rank's own
+    partials and then across the ranks (one MPI_Allreduce).
 
     ```mlir
-    %x = fmk.all_reduce %p0, %p1 {scale = 2.5e-01 : f64} : tensor<?x64xf32>
+    %x = fmk.all_reduce %t#0, %t#1 {scale = 5.0e-01 : f64, ranks = array<i64: 0, 1>}
+           : tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Variadic<Fmk_Act>:$partials, F64Attr:$scale);
+  let arguments = (ins Variadic<Fmk_Act>:$partials, F64Attr:$scale,
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
   let results = (outs Fmk_Act:$result);
   let assemblyFormat = "$partials attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fmk_TracksOp : Fmk_Op<"tracks", [RecursiveMemoryEffects]> {
+  let summary = "the tracks of one track block, one region each";
+  let description = [{
+    Region `t` holds the kernels of track `t` of track block `block`; each
+    yields the track's output, which becomes result `t`. Tracks share no
+    state: a region reads values from above (the block input, weights) but
+    writes only its own, so a runtime may run the regions concurrently.
+    Fusion and memory planning work inside each region; the combine is the
+    `fmk.all_reduce` that follows. After `fm-partition-tracks` over N > 1
+    ranks, `ranks` gives the MPI rank of each track.
+
+    ```mlir
+    %t:2 = fmk.tracks block 0 : tensor<?x64xf32>, tensor<?x64xf32> {
+      ... fmk.yield %a : tensor<?x64xf32>
+    }, {
+      ... fmk.yield %b : tensor<?x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$block, OptionalAttr<DenseI64ArrayAttr>:$ranks);
+  let results = (outs Variadic<Fmk_Act>:$results);
+  let regions = (region VariadicRegion<SizedRegion<1>>:$tracks);
+  let assemblyFormat = [{
+    `block` $block attr-dict `:` type($results) $tracks
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumTracks() { return getTracks().size(); }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -312,8 +346,9 @@ def Fmk_GroupOp : Fmk_Op<"group", [IsolatedFromAbove, SingleBlock]> {
   let hasVerifier = 1;
 }
 
-def Fmk_YieldOp : Fmk_Op<"yield", [Pure, Terminator, HasParent<"GroupOp">]> {
-  let summary = "the rows that leave a group";
+def Fmk_YieldOp : Fmk_Op<"yield", [Pure, Terminator,
+                                   ParentOneOf<["GroupOp", "TracksOp"]>]> {
+  let summary = "the rows that leave a group, or a track's output";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "fm/communicator.h"
+#include "fm/device_info.h"
 #include "fm/status.h"
 
 #include <cstddef>
@@ -20,16 +21,27 @@
 #include <string>
 #include <vector>
 
-namespace fm::kernels {
-class Sampler; // kernels/sampler.h
-} // namespace fm::kernels
-
 namespace fm {
 
+class Sampler; // fm/sampler.h
+
+/// Every device kind, best first (the order of the default choice).
+std::vector<DeviceInfo> probeDevices();
+
 struct LoadOptions {
-  /// Check the data section against the artifact's FNV-1a 64 content hash
-  /// (reads every weight byte once).
+  /// The device to run on: "cpu", "vulkan", "metal" or "cuda"; empty picks
+  /// the best present hardware device for which the artifact has code
+  /// (never a software one such as lavapipe), which is the CPU when there
+  /// is no GPU. Model::device() says which.
+  std::string device;
+  /// Check the data section against the artifact's weights digest
+  /// (BLAKE2b-256; reads every weight byte once). The program digest (the
+  /// commands and the generated code) is checked at every load.
   bool verifyHash = false;
+  /// Skip the program digest (the commands and the generated code). For
+  /// fuzzers only, which need to reach the checks behind it; never load an
+  /// executable with it off.
+  bool skipProgramDigestForFuzzing = false;
   /// Load the generated code (dlopen). Without it the model can still be
   /// inspected, and programs that dispatch no generated code still run.
   /// Loading an artifact's executable runs its code: load only trusted
@@ -82,8 +94,11 @@ public:
   const std::string &modelName() const;
   /// The checkpoint's config.json, as imported.
   const std::string &configJson() const;
-  /// "cpu".
-  const std::string &target() const;
+  /// The device the model runs on ("cpu", ...), and one line about it.
+  const std::string &device() const;
+  const std::string &deviceDescription() const;
+  /// The targets the artifact has executables for ("cpu", ...).
+  const std::vector<std::string> &targets() const;
   int64_t vocabSize() const;
   int64_t hiddenSize() const;
   int64_t numLayers() const;
@@ -107,15 +122,17 @@ public:
   /// The program of `phase`, or null.
   const ProgramInfo *program(const std::string &phase) const;
   const std::vector<CacheInfo> &caches() const;
-  /// The generated code's format and target triple ("" when there is none).
+  /// The format and target triple of the device's executable ("" when
+  /// there is none).
   const std::string &executableFormat() const;
   const std::string &executableTriple() const;
   /// Whether the generated code was loaded (LoadOptions::loadExecutable and
   /// a program dispatches it).
   bool executableLoaded() const;
-  /// Ranks the model's tracks are partitioned over (1: not partitioned); a
-  /// session needs a Communicator of exactly this many ranks when > 1.
-  int64_t devices() const;
+  /// MPI ranks the model's tracks are partitioned over (1: not
+  /// partitioned); a session needs a Communicator of exactly this many
+  /// ranks when > 1.
+  int64_t ranks() const;
   /// Tracks per track block and track blocks (0: not a track model).
   int64_t numTracks() const;
   int64_t numTrackBlocks() const;
@@ -135,10 +152,10 @@ struct SessionOptions {
   int threads = 0;
   /// The ranks that run the model together, one session per rank (not
   /// owned; it must outlive the session). Null: this process alone. A
-  /// model partitioned over N > 1 devices needs exactly N ranks; rank r
-  /// runs device r's share of every track block.
+  /// model partitioned over N > 1 ranks needs exactly N; rank r runs rank
+  /// r's share of every track block.
   Communicator *communicator = nullptr;
-  /// How packed low-bit weights meet their activations (process-wide):
+  /// How packed low-bit weights meet their activations (this session's):
   /// Int8x2 (default) quantizes x per block to two int8 digits (~16-bit,
   /// logits ~1e-4 of f32 x) for integer dot products; Int8 to one digit
   /// (ggml's Q8: ~1% of max |logit|, faster only where compute-bound); F32
@@ -149,9 +166,8 @@ struct SessionOptions {
 
 /// What a session has done, for reports.
 struct SessionStats {
-  int ranks = 1;  // processes running the model together
-  int rank = 0;   // this one
-  int device = 0; // the artifact's device this rank runs
+  int ranks = 1; // processes running the model together
+  int rank = 0;  // this one (it runs this rank's partition)
   /// AllReduce commands run (by every program), and the wall time spent in
   /// them: the reduction across ranks (waiting for the slowest included)
   /// and the scale.
@@ -218,7 +234,7 @@ public:
 
   /// Samples the next token from `logits`: on rank 0, then broadcast, so
   /// that every rank feeds the same token back (one rank: just samples).
-  Expected<int32_t> sample(fm::kernels::Sampler &sampler, const float *logits);
+  Expected<int32_t> sample(Sampler &sampler, const float *logits);
 
   /// Counters since the session was built.
   SessionStats stats() const;
@@ -231,7 +247,7 @@ public:
   /// returns false or the context is full. Returns the generated tokens.
   Expected<std::vector<int32_t>> generate(const std::vector<int32_t> &prompt,
                                           int64_t maxNewTokens,
-                                          fm::kernels::Sampler &sampler,
+                                          Sampler &sampler,
                                           const TokenCallback &callback = {});
 
 private:

@@ -31,7 +31,7 @@
 namespace {
 
 using fm::cpu::CompiledExecutable;
-using fm::cpu::CpuTarget;
+using fm::cpu::CpuOptions;
 using fm::cpu::GroupArg;
 using Entry = void (*)(void **args, int64_t rows, int64_t pos);
 using Rows = std::vector<float>; // [rows][width], row-major
@@ -106,7 +106,7 @@ struct Compiled {
       ADD_FAILURE() << "cannot parse:\n" << text;
       return;
     }
-    auto result = fm::cpu::compileGroups(*parsed.module, CpuTarget{cpu},
+    auto result = fm::cpu::compileGroups(*parsed.module, CpuOptions{cpu},
                                          [&](llvm::StringRef line) { progress.push_back(line.str()); });
     if (!result) {
       ADD_FAILURE() << llvm::toString(result.takeError());
@@ -604,7 +604,7 @@ TEST(GroupCodegen, QkvGroupOfDecoder) {
           ASSERT_TRUE(ck[p * 32 + j] == 0.0f && cv[p * 32 + j] == 0.0f) << "row " << p;
   }
   // The same module compiles again in the same context.
-  auto again = fm::cpu::compileGroups(*c.parsed.module, CpuTarget{"native"});
+  auto again = fm::cpu::compileGroups(*c.parsed.module, CpuOptions{"native"});
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->functions, c.exe.functions);
 }
@@ -706,12 +706,12 @@ func.func @f(%x: tensor<?x64xf32>, %pos: index) -> tensor<?x64xf32> {
 }
 )");
   ASSERT_TRUE(bad.module);
-  auto result = fm::cpu::compileGroups(*bad.module, CpuTarget{"native"});
+  auto result = fm::cpu::compileGroups(*bad.module, CpuOptions{"native"});
   ASSERT_FALSE(result);
   std::string message = llvm::toString(result.takeError());
   EXPECT_NE(message.find("num_heads * head_dim = 64"), std::string::npos) << message;
 
-  auto unknown = fm::cpu::compileGroups(*bad.module, CpuTarget{"riscv-something"});
+  auto unknown = fm::cpu::compileGroups(*bad.module, CpuOptions{"riscv-something"});
   ASSERT_FALSE(unknown);
   EXPECT_NE(llvm::toString(unknown.takeError()).find("unknown CPU target"), std::string::npos);
 }

@@ -1,6 +1,6 @@
 // Unit tests for config.json -> ModelSpec (all five families) and for the
 // checkpoint checker's messages.
-#include "../../../tools/fmc/import/ModelConfig.h"
+#include "import/ModelConfig.h"
 #include "ImportTestUtil.h"
 
 #include <gtest/gtest.h>

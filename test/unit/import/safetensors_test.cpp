@@ -1,6 +1,6 @@
 // Unit tests for the safetensors reader: good files, every malformed-header
 // class with its exact message, and sharded directories.
-#include "../../../tools/fmc/import/SafeTensors.h"
+#include "import/weights/SafeTensors.h"
 #include "ImportTestUtil.h"
 
 #include <gtest/gtest.h>

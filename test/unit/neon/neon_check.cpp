@@ -16,7 +16,7 @@
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_problem.h"
 #include "kernels/quantize.h"
-#include "src/ThreadPool.h"
+#include "base/ThreadPool.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,10 +3,12 @@
 // each part on purpose.
 #pragma once
 
-#include "Artifact.h"
+#include "fm/artifact.h"
 #include "fm/fmb_generated.h"
+#include "fm/format.h"
 #include "kernels/quantize.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -18,8 +20,10 @@ namespace fm::test {
 
 namespace fa = fm::artifact;
 
+/// A buffer `offset` floats into the arena, rows `stride` floats apart
+/// (the schema counts bytes: the tests think in floats).
 inline fa::BufferRef buf(uint64_t offset, uint32_t stride, uint32_t width) {
-  return fa::BufferRef(offset, stride, width);
+  return fa::BufferRef(4 * offset, 4 * stride, width);
 }
 
 /// Weight indices of a Moe command's shared expert, all four (or -1).
@@ -32,22 +36,23 @@ public:
   using Cmd = flatbuffers::Offset<fa::Command>;
 
   // Artifact fields.
-  uint32_t schemaVersion = 1;
+  uint32_t schemaVersion = fm::format::kSchemaVersion;
   std::string family = "test";
   uint32_t vocab = 0;
   uint32_t hidden = 0;
   uint32_t layers = 1;
-  uint32_t devices = 1;
+  uint32_t ranks = 1;
   uint32_t numTracks = 0;
   uint32_t numTrackBlocks = 0;
-  /// Block, track and device of the commands built from now on.
+  /// Block, track and rank of the commands built from now on.
   struct Placement {
-    int32_t block = -1, track = -1, device = -1;
+    int32_t block = -1, track = -1, rank = -1;
   } placement;
   // Overrides (negative: computed).
   int64_t dataSizeOverride = -1;
-  bool hashOverride = false;
-  uint64_t hash = 0;
+  /// Store digests that do not match (one bit flipped).
+  bool corruptProgramDigest = false;
+  bool corruptWeightsDigest = false;
 
   /// Adds an f32 weight; data.size() must match the shape unless `bytes`
   /// says otherwise. Returns its index.
@@ -178,9 +183,19 @@ public:
                                   shared.down, shared.expertGate);
     return command(fa::Op::Moe, op.Union(), layer, lastRowOnly);
   }
+  /// An in-place AllReduce of `buffer` (its one input is its out).
   Cmd allReduce(fa::BufferRef buffer, float scale,
                 const std::string &layer = "", bool lastRowOnly = false) {
-    auto op = fa::CreateAllReduce(fbb_, &buffer, scale);
+    return allReduceOf({buffer}, {}, buffer, scale, layer, lastRowOnly);
+  }
+  /// out = scale · Σ inputs (ranks: per input, or empty for all -1).
+  Cmd allReduceOf(const std::vector<fa::BufferRef> &inputs,
+                  const std::vector<int32_t> &ranks, fa::BufferRef out,
+                  float scale, const std::string &layer = "",
+                  bool lastRowOnly = false) {
+    auto in = fbb_.CreateVectorOfStructs(inputs);
+    auto rk = ranks.empty() ? 0 : fbb_.CreateVector(ranks);
+    auto op = fa::CreateAllReduce(fbb_, in, rk, &out, scale);
     return command(fa::Op::AllReduce, op.Union(), layer, lastRowOnly);
   }
   /// A command with op type NONE (or any raw type) and an Embed body.
@@ -190,55 +205,116 @@ public:
     return command(type, op.Union(), "", false);
   }
 
+  /// A program whose arena holds `arenaFloats` floats.
   void addProgram(const std::string &phase, uint32_t maxRows,
                   uint64_t arenaFloats, fa::BufferRef logits,
                   bool logitsLastRowOnly, const std::vector<Cmd> &commands) {
     programs_.push_back(fa::CreateProgramDirect(fbb_, phase.c_str(), maxRows,
-                                                arenaFloats, &logits,
+                                                4 * arenaFloats, &logits,
                                                 logitsLastRowOnly, &commands));
   }
 
+  /// The CPU executable (functions without launch metadata).
   void setExecutable(const std::string &format, const std::string &triple,
                      const std::vector<std::string> &functions,
                      const std::vector<uint8_t> &image) {
-    std::vector<flatbuffers::Offset<flatbuffers::String>> names;
-    for (const std::string &f : functions)
-      names.push_back(fbb_.CreateString(f));
-    executable_ = fa::CreateExecutableDirect(fbb_, format.c_str(),
-                                             triple.c_str(), "generic",
-                                             &names, &image);
+    addExecutable("cpu", format, triple, functions, image);
+  }
+  /// An executable for `target`; `bindings` > 0 gives each function that
+  /// many bindings (a GPU target's launch metadata).
+  void addExecutable(const std::string &target, const std::string &format,
+                     const std::string &triple,
+                     const std::vector<std::string> &functions,
+                     const std::vector<uint8_t> &image, uint32_t bindings = 0) {
+    std::vector<flatbuffers::Offset<fa::Function>> fns;
+    for (const std::string &f : functions) {
+      std::vector<flatbuffers::Offset<fa::Binding>> bs;
+      for (uint32_t i = 0; i < bindings; ++i)
+        bs.push_back(fa::CreateBinding(fbb_, 0, i));
+      std::vector<uint32_t> wg;
+      if (bindings)
+        wg = {64, 1, 1};
+      fns.push_back(fa::CreateFunctionDirect(fbb_, f.c_str(), &wg, &bs));
+    }
+    executables_.push_back(fa::CreateExecutableDirect(
+        fbb_, target.c_str(), format.c_str(), triple.c_str(), "generic",
+        &image, &fns));
+  }
+  /// Adds a variant of weight `index` for `target` in `layout` holding
+  /// `bytes` (placed after the shared weights).
+  void addVariant(uint32_t index, const std::string &target,
+                  const std::string &layout, std::vector<uint8_t> bytes) {
+    variants_.push_back({index, target, layout, std::move(bytes)});
   }
 
   /// The file bytes.
   std::vector<uint8_t> finish() {
-    // Data section layout.
+    // Data section layout: the shared weights, then the variants.
     std::vector<uint8_t> data;
-    std::vector<flatbuffers::Offset<fa::Weight>> weights;
+    std::vector<uint64_t> offsets;
     for (Weight &w : weights_) {
       data.resize(align(data.size() + w.gapBefore));
-      uint64_t offset = data.size();
+      offsets.push_back(data.size());
       data.insert(data.end(), w.bytes.begin(), w.bytes.end());
+    }
+    std::vector<std::vector<flatbuffers::Offset<fa::WeightVariant>>> variants(
+        weights_.size());
+    for (const Variant &v : variants_) {
+      data.resize(align(data.size()));
+      variants[v.index].push_back(fa::CreateWeightVariantDirect(
+          fbb_, v.target.c_str(), v.layout.c_str(), data.size(), v.bytes.size()));
+      data.insert(data.end(), v.bytes.begin(), v.bytes.end());
+    }
+    std::vector<flatbuffers::Offset<fa::Weight>> weights;
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      const Weight &w = weights_[i];
       weights.push_back(fa::CreateWeightDirect(
           fbb_, w.name.c_str(), w.dtype, &w.shape,
-          w.hasOffsetOverride ? w.offsetOverride : offset,
-          w.hasSizeOverride ? w.sizeOverride : w.bytes.size(), w.group,
-          w.grid));
+          w.hasOffsetOverride ? w.offsetOverride : offsets[i],
+          w.hasSizeOverride ? w.sizeOverride : w.bytes.size(), w.group, w.grid,
+          variants[i].empty() ? nullptr : &variants[i]));
     }
     data.resize(align(data.size()));
     uint64_t dataSize =
         dataSizeOverride >= 0 ? uint64_t(dataSizeOverride) : data.size();
-    uint64_t contentHash =
-        hashOverride ? hash : fm::rt::fnv1a64(data.data(), data.size());
+    fm::format::Digest weightsDigest =
+        fm::format::digest(data.data(), data.size());
+    if (corruptWeightsDigest)
+      weightsDigest[0] ^= 1;
+    fa::Digest zero,
+        wd(flatbuffers::span<const uint8_t, 32>(weightsDigest.data(), 32));
+    fbb_.ForceDefaults(true); // schema_version is stored even when default
     auto root = fa::CreateArtifactDirect(
         fbb_, schemaVersion, family.c_str(), "test-model", "{}", vocab, hidden,
-        layers, 1234, "cpu", &weights, dataSize, contentHash, &caches_,
-        &programs_, executable_, devices, numTracks, numTrackBlocks);
+        layers, 1234, &weights, dataSize, &zero, &wd, &caches_, &programs_,
+        &executables_, ranks, numTracks, numTrackBlocks);
     fa::FinishSizePrefixedArtifactBuffer(fbb_, root);
     std::vector<uint8_t> file(fbb_.GetBufferPointer(),
                               fbb_.GetBufferPointer() + fbb_.GetSize());
     file.resize(align(file.size()));
+    // The program digest over everything before the data section, its own
+    // bytes taken as zeros.
+    const auto *art = fa::GetSizePrefixedArtifact(file.data());
+    const size_t at =
+        reinterpret_cast<const uint8_t *>(art->program_digest()) - file.data();
+    fm::format::Digest pd = fm::format::programDigest(file.data(), file.size(), at);
+    if (corruptProgramDigest)
+      pd[0] ^= 1;
+    std::copy(pd.begin(), pd.end(), file.begin() + at);
     file.insert(file.end(), data.begin(), data.end());
     return file;
+  }
+
+  /// Recomputes the program digest of a finished file after a test changed
+  /// bytes before its data section (so that the loader reaches the check
+  /// the change is meant to trip).
+  static void resealProgram(std::vector<uint8_t> &file) {
+    const auto *art = fa::GetSizePrefixedArtifact(file.data());
+    const size_t at =
+        reinterpret_cast<const uint8_t *>(art->program_digest()) - file.data();
+    const size_t head = std::min<size_t>(dataStart(file), file.size());
+    fm::format::Digest pd = fm::format::programDigest(file.data(), head, at);
+    std::copy(pd.begin(), pd.end(), file.begin() + at);
   }
 
   /// The file offset where the data section starts in `file`.
@@ -274,7 +350,7 @@ private:
     b.add_last_row_only(lastRowOnly);
     b.add_block(placement.block);
     b.add_track(placement.track);
-    b.add_device(placement.device);
+    b.add_rank(placement.rank);
     return b.Finish();
   }
 
@@ -283,7 +359,13 @@ private:
   uint64_t pendingGap_ = 0;
   std::vector<flatbuffers::Offset<fa::KvCache>> caches_;
   std::vector<flatbuffers::Offset<fa::Program>> programs_;
-  flatbuffers::Offset<fa::Executable> executable_;
+  std::vector<flatbuffers::Offset<fa::Executable>> executables_;
+  struct Variant {
+    uint32_t index;
+    std::string target, layout;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Variant> variants_;
 
 };
 

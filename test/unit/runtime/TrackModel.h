@@ -10,8 +10,8 @@
 //     x = Σ partial sums of s_t, AllReduce, × 1/4 (the block's one sync)
 //   logits = lm_head · x
 //
-// Partitioned for 2 devices, tracks 0-1 run on device 0 and 2-3 on device 1;
-// each device sums its tracks into x and the AllReduce adds the two.
+// Partitioned for 2 ranks, tracks 0-1 run on rank 0 and 2-3 on rank 1;
+// each rank sums its tracks into x and the AllReduce adds the two.
 #pragma once
 
 #include "ArtifactBuilder.h"
@@ -37,7 +37,7 @@ struct TrackModel {
   static constexpr uint32_t kSharedInter = 6; // block 1 only
 
   struct Options {
-    uint32_t devices = 1;
+    uint32_t ranks = 1;
     /// Emit a section's commands layer by layer across the tracks (else
     /// track by track).
     bool interleave = false;
@@ -96,9 +96,9 @@ struct TrackModel {
 
   float scale() const { return 1.0f / std::sqrt(float(kHeadDim)); }
 
-  /// The device that runs track t (-1: every rank, when not partitioned).
-  static int32_t deviceOf(uint32_t t, uint32_t devices) {
-    return devices > 1 ? int32_t(t / (kTracks / devices)) : -1;
+  /// The rank that runs track t (-1: every rank, when not partitioned).
+  static int32_t rankOf(uint32_t t, uint32_t ranks) {
+    return ranks > 1 ? int32_t(t / (kTracks / ranks)) : -1;
   }
 
   std::vector<uint8_t> build(const Options &o,
@@ -107,7 +107,7 @@ struct TrackModel {
     b.vocab = kVocab;
     b.hidden = kHidden;
     b.layers = kBlocks;
-    b.devices = o.devices;
+    b.ranks = o.ranks;
     b.numTracks = kTracks;
     b.numTrackBlocks = kBlocks;
     const uint32_t E = b.addWeight("model.embed_tokens.weight",
@@ -178,7 +178,7 @@ struct TrackModel {
           const uint32_t slot = blk * kTracks + t;
           const std::string layer = "model.blocks." + std::to_string(blk) +
                                     ".tracks." + std::to_string(t) + ".layers.0";
-          b.placement = {int32_t(blk), int32_t(t), deviceOf(t, o.devices)};
+          b.placement = {int32_t(blk), int32_t(t), rankOf(t, o.ranks)};
           const fa::BufferRef r = buf(res(t), kHidden, kHidden);
           const fa::BufferRef s = buf(out(t), kHidden, kHidden);
           switch (i) {
@@ -230,12 +230,12 @@ struct TrackModel {
             for (int i = 0; i < kSteps; ++i)
               step(t, i);
         }
-        // Each device's partial sum of its tracks, into x; then the sync.
+        // Each rank's partial sum of its tracks, into x; then the sync.
         const std::string blockName = "model.blocks." + std::to_string(blk);
         for (uint32_t t = 0; t < kTracks; ++t) {
-          const int32_t device = deviceOf(t, o.devices);
-          const bool first = t == 0 || deviceOf(t - 1, o.devices) != device;
-          b.placement = {-1, -1, device};
+          const int32_t rank = rankOf(t, o.ranks);
+          const bool first = t == 0 || rankOf(t - 1, o.ranks) != rank;
+          b.placement = {-1, -1, rank};
           cmds.push_back(b.matmul(buf(out(t), kHidden, kHidden), {Id}, h,
                                   kHidden, kHidden, !first,
                                   blockName + ".partial_sum"));

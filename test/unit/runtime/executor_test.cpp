@@ -2,10 +2,10 @@
 // C++ reference, chunking, decode path, generation, dispatch of generated
 // code, and the run-time errors.
 #include "ArtifactBuilder.h"
-#include "Executor.h"
+#include "LoadedArtifact.h"
 #include "TinyModel.h"
 #include "fm/runtime.h"
-#include "kernels/sampler.h"
+#include "fm/sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -149,7 +149,7 @@ TEST(Executor, GenerateIsGreedyArgmax) {
   auto model = load(tiny.build({}, kernelsSo()));
   ASSERT_TRUE(model);
   Session session(model, SessionOptions{1});
-  kernels::Sampler greedy(0.0f, 0, 1.0f, 0);
+  Sampler greedy(0.0f, 0, 1.0f, 0);
   std::vector<int32_t> seen;
   auto out = session.generate({1, 2, 3}, 6, greedy, [&](int32_t t) {
     seen.push_back(t);
@@ -235,10 +235,9 @@ TEST(Executor, ContextFull) {
 TEST(Executor, RowsAndPositionsChecked) {
   TinyModel tiny;
   auto file = tiny.build({}, kernelsSo());
-  auto artifact = rt::Artifact::fromBuffer(file.data(), file.size(), "tiny.fmb", {});
-  ASSERT_TRUE(artifact.isOk()) << artifact.message();
-  auto model = load(file);
-  auto exec = rt::Executor::create(**artifact, nullptr, 1);
+  LoadedArtifact loaded;
+  ASSERT_TRUE(loaded.load(file, "tiny.fmb", /*withExecutable=*/false));
+  auto exec = loaded.executor(1);
   ASSERT_TRUE(exec.isOk()) << exec.message();
   int prefill = (*exec)->findProgram("prefill");
   ASSERT_GE(prefill, 0);
@@ -283,7 +282,8 @@ TEST(Executor, Metadata) {
   EXPECT_EQ(model->family(), "test");
   EXPECT_EQ(model->modelName(), "test-model");
   EXPECT_EQ(model->configJson(), "{}");
-  EXPECT_EQ(model->target(), "cpu");
+  EXPECT_EQ(model->device(), "cpu");
+  EXPECT_EQ(model->targets(), std::vector<std::string>{"cpu"});
   EXPECT_EQ(model->vocabSize(), 40);
   EXPECT_EQ(model->hiddenSize(), 16);
   EXPECT_EQ(model->numLayers(), 1);

@@ -121,11 +121,35 @@ TEST(Loader, FileFraming) {
 }
 
 TEST(Loader, SchemaVersion) {
-  ArtifactBuilder b;
-  b.schemaVersion = 2;
-  b.vocab = 4;
-  EXPECT_EQ(loadError(b.finish()),
-            "model.fmb: schema version 2 is not supported (this runtime reads version 1)");
+  for (uint32_t version : {1u, 3u}) {
+    ArtifactBuilder b;
+    b.schemaVersion = version;
+    b.vocab = 4;
+    EXPECT_EQ(loadError(b.finish()),
+              "model.fmb: schema version " + std::to_string(version) +
+                  " is not supported (this runtime reads version 2): recompile "
+                  "the model with this fmc");
+  }
+}
+
+// A file written by the first fmc (schema version 1), whose fields this
+// runtime would misread: the version is read through the header table
+// before anything else, so the message is still the version's.
+TEST(Loader, VersionOneFile) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);
+  // v1's Artifact: schema_version (field 0) = 1, family (field 1) a string.
+  auto family = fbb.CreateString("llama");
+  const auto start = fbb.StartTable();
+  fbb.AddElement<uint32_t>(4, 1, 0);
+  fbb.AddOffset(6, family);
+  const auto root = fbb.EndTable(start);
+  fbb.FinishSizePrefixed(flatbuffers::Offset<void>(root), "FMB1");
+  std::vector<uint8_t> file(fbb.GetBufferPointer(),
+                            fbb.GetBufferPointer() + fbb.GetSize());
+  EXPECT_EQ(loadError(file),
+            "model.fmb: schema version 1 is not supported (this runtime reads "
+            "version 2): recompile the model with this fmc");
 }
 
 TEST(Loader, Weights) {
@@ -163,20 +187,49 @@ TEST(Loader, Weights) {
             0u);
 }
 
-TEST(Loader, ContentHash) {
+TEST(Loader, WeightsDigest) {
   auto file = mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
-    b.hashOverride = true;
-    b.hash = 1;
+    b.corruptWeightsDigest = true;
   });
+  // Checked on demand only (it reads every weight byte).
   EXPECT_EQ(loadError(file, false), "(loaded)");
   const uint64_t start = ArtifactBuilder::dataStart(file);
-  uint64_t hash = rt::fnv1a64(file.data() + start, file.size() - start);
-  char want[128];
-  std::snprintf(want, sizeof(want),
-                "model.fmb: content hash mismatch: data section hashes to %016llx, "
-                "the artifact says 0000000000000001",
-                static_cast<unsigned long long>(hash));
-  EXPECT_EQ(loadError(file, true), want);
+  const format::Digest actual =
+      format::digest(file.data() + start, file.size() - start);
+  format::Digest stored = actual;
+  stored[0] ^= 1;
+  EXPECT_EQ(loadError(file, true),
+            "model.fmb: weights digest mismatch: the data section hashes to " +
+                format::hex(actual) + ", the artifact says " +
+                format::hex(stored));
+  // A flipped weight byte in a correctly sealed file.
+  auto good = mini();
+  EXPECT_EQ(loadError(good, true), "(loaded)");
+  good[start + 5] ^= 0x10;
+  EXPECT_EQ(loadError(good, false), "(loaded)");
+  EXPECT_NE(loadError(good, true).find("weights digest mismatch"),
+            std::string::npos);
+}
+
+// The program digest covers everything before the weights (the commands and
+// the generated code) and is checked at every load.
+TEST(Loader, ProgramDigest) {
+  auto file = mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
+    b.corruptProgramDigest = true;
+  });
+  EXPECT_EQ(loadError(file).rfind("model.fmb: corrupt: the program digest does "
+                                  "not match (the commands or the executables "
+                                  "changed): the file hashes to ",
+                                  0),
+            0u);
+  // Any byte before the data section: a clean error, whatever it hits.
+  auto good = mini();
+  const uint64_t start = ArtifactBuilder::dataStart(good);
+  for (uint64_t at = 0; at < start; ++at) {
+    auto bad = good;
+    bad[at] ^= 0x04;
+    EXPECT_NE(loadError(bad), "(loaded)") << "byte " << at;
+  }
 }
 
 TEST(Loader, MatMul) {
@@ -201,8 +254,8 @@ TEST(Loader, MatMul) {
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
               c[1] = b.matmul(buf(0, 4, 4), {m.W}, buf(2, 4, 4), 4, 4, false, "lm_head");
             })),
-            kCmd1 + "y buffer (offset 2, stride 4, width 4) overlaps x buffer "
-                    "(offset 0, stride 4, width 4)");
+            kCmd1 + "y buffer (offset 8, stride 16, width 4) overlaps x buffer "
+                    "(offset 0, stride 16, width 4)");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
               c[1] = b.matmul(buf(0, 4, 4), {}, buf(4, 4, 4), 4, 0, false, "lm_head");
             })),
@@ -212,8 +265,8 @@ TEST(Loader, MatMul) {
                                    "model.layers.0.mlp"));
             })),
             "model.fmb: program 'decode' command 2 (model.layers.0.mlp): y buffer "
-            "(offset 6, stride 4, width 4) with 1 row ends at float 10, past the "
-            "arena of 8 floats");
+            "(offset 24, stride 16, width 4) with 1 row ends at byte 40, past the "
+            "arena of 32 bytes");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
               uint32_t i8 = b.addRawWeight("q", {4, 4}, fa::DType::I8,
                                            std::vector<uint8_t>(16));
@@ -241,8 +294,8 @@ TEST(Loader, BufferColumnSlicesMayShareRows) {
                   c[1] = b.matmul(buf(0, 8, 4), {m.W}, buf(3, 8, 4), 4, 4, false, "lm_head");
                 },
                 2, 24)),
-            kCmd1 + "y buffer (offset 3, stride 8, width 4) overlaps x buffer "
-                    "(offset 0, stride 8, width 4)");
+            kCmd1 + "y buffer (offset 12, stride 32, width 4) overlaps x buffer "
+                    "(offset 0, stride 32, width 4)");
   // Width beyond stride.
   EXPECT_EQ(loadError(mini(
                 [](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
@@ -250,7 +303,7 @@ TEST(Loader, BufferColumnSlicesMayShareRows) {
                 },
                 2, 24)),
             "model.fmb: program 'decode' command 0 (model.embed_tokens): out buffer "
-            "(offset 0, stride 2, width 4): width exceeds stride");
+            "(offset 0, stride 8, width 4): width exceeds stride");
 }
 
 TEST(Loader, Embed) {
@@ -596,23 +649,101 @@ TEST(Loader, Dispatch) {
               b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f"}, {1});
               c.push_back(b.dispatch(0, {b.bufferArg(buf(4, 4, 8))}));
             })),
-            "model.fmb: program 'decode' command 2: arg 0 buffer (offset 4, stride 4, "
-            "width 8) with 1 row ends at float 12, past the arena of 8 floats");
+            "model.fmb: program 'decode' command 2: arg 0 buffer (offset 16, stride 16, "
+            "width 8) with 1 row ends at byte 48, past the arena of 32 bytes");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
               b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f"}, {});
               c.push_back(b.dispatch(0, {}));
             })),
-            "model.fmb: executable: the image is empty");
+            "model.fmb: executable 0 (target 'cpu'): the image is empty");
+}
+
+// Executables per target: one each, all exporting one ordered function
+// list, GPU launch metadata consistent with the dispatches.
+TEST(Loader, Executables) {
+  auto withDispatch = [](const std::function<void(ArtifactBuilder &)> &exes,
+                         size_t args = 1) {
+    return mini([&](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+      exes(b);
+      std::vector<flatbuffers::Offset<fa::Arg>> a;
+      for (size_t i = 0; i < args; ++i)
+        a.push_back(b.bufferArg(buf(0, 4, 4)));
+      c.push_back(b.dispatch(1, a, "model.norm"));
+    });
+  };
+  // Two targets, one list: loads (the CPU one is used).
+  EXPECT_EQ(loadError(withDispatch([](ArtifactBuilder &b) {
+              b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"}, {1});
+              b.addExecutable("vulkan", "spirv", "", {"f", "g"}, {3, 2, 2, 7}, 1);
+            })),
+            "(loaded)");
+  EXPECT_EQ(loadError(withDispatch([](ArtifactBuilder &b) {
+              b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"}, {1});
+              b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"}, {1});
+            })),
+            "model.fmb: executable 1 (target 'cpu'): a second executable for "
+            "this target");
+  EXPECT_EQ(loadError(withDispatch([](ArtifactBuilder &b) {
+              b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"}, {1});
+              b.addExecutable("vulkan", "spirv", "", {"f"}, {3});
+            })),
+            "model.fmb: executable 1 (target 'vulkan'): exports 1 functions but "
+            "the cpu executable exports 2");
+  EXPECT_EQ(loadError(withDispatch([](ArtifactBuilder &b) {
+              b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"}, {1});
+              b.addExecutable("vulkan", "spirv", "", {"f", "h"}, {3});
+            })),
+            "model.fmb: executable 1 (target 'vulkan'): function 1 is 'h' but "
+            "the cpu executable's is 'g'");
+  EXPECT_EQ(loadError(withDispatch([](ArtifactBuilder &b) {
+              b.addExecutable("", "elf-so", "", {"f", "g"}, {1});
+            })),
+            "model.fmb: executable 0 (target ''): the target is empty");
+  EXPECT_EQ(loadError(withDispatch(
+                [](ArtifactBuilder &b) {
+                  b.setExecutable("elf-so", "x86_64-unknown-linux-gnu",
+                                  {"f", "g"}, {1});
+                  b.addExecutable("vulkan", "spirv", "", {"f", "g"}, {3}, 2);
+                },
+                /*args=*/1)),
+            "model.fmb: program 'decode' command 2 (model.norm): dispatch of 'g' "
+            "has 1 arguments but its vulkan function binds 2");
+}
+
+// A weight may carry a copy in a layout one target reads instead.
+TEST(Loader, WeightVariants) {
+  auto variant = [](const std::string &target, const std::string &layout,
+                    size_t bytes) {
+    return mini([=](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
+      b.addVariant(m.W, target, layout, std::vector<uint8_t>(bytes, 0));
+    });
+  };
+  EXPECT_EQ(loadError(variant("cpu", "row-major", 64)), "(loaded)");
+  EXPECT_EQ(loadError(variant("cpu", "", 64)),
+            "model.fmb: weight 1 ('lm_head.weight') variant for 'cpu': a variant "
+            "names its target and its layout");
+  EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
+              b.addVariant(m.W, "cpu", "a", std::vector<uint8_t>(64));
+              b.addVariant(m.W, "cpu", "b", std::vector<uint8_t>(64));
+            })),
+            "model.fmb: weight 1 ('lm_head.weight') variant for 'cpu': a second "
+            "variant for this target");
+  // Its bytes must lie in the data section like any weight's.
+  auto file = variant("cpu", "row-major", 64);
+  const uint64_t start = ArtifactBuilder::dataStart(file);
+  file.resize(start + 128);
+  EXPECT_EQ(loadError(file).rfind("model.fmb: truncated: data section ends at", 0),
+            0u);
 }
 
 TEST(Loader, Programs) {
   EXPECT_EQ(loadError(mini({}, /*maxRows=*/0)), "model.fmb: program 'decode': max_rows is 0");
   EXPECT_EQ(loadError(mini({}, 1, /*arena=*/7)),
-            "model.fmb: program 'decode': logits buffer (offset 4, stride 4, width 4) "
-            "with 1 row ends at float 8, past the arena of 7 floats");
+            "model.fmb: program 'decode': logits buffer (offset 16, stride 16, width 4) "
+            "with 1 row ends at byte 32, past the arena of 28 bytes");
   EXPECT_EQ(loadError(mini({}, 2, 8)),
-            "model.fmb: program 'decode': logits buffer (offset 4, stride 4, width 4) "
-            "with 2 rows ends at float 12, past the arena of 8 floats");
+            "model.fmb: program 'decode': logits buffer (offset 16, stride 16, width 4) "
+            "with 2 rows ends at byte 48, past the arena of 32 bytes");
   {
     ArtifactBuilder b;
     b.vocab = 4;
@@ -769,14 +900,14 @@ TEST(Loader, Moe) {
               return b.moe(buf(0, 4, 4), buf(2, 4, 4), m.router, m.gate, m.up,
                            m.down, 2, true, false, {}, "model.layers.0.mlp");
             }))),
-            kMoe + "y buffer (offset 2, stride 4, width 4) overlaps x buffer "
-                   "(offset 0, stride 4, width 4)");
+            kMoe + "y buffer (offset 8, stride 16, width 4) overlaps x buffer "
+                   "(offset 0, stride 16, width 4)");
   EXPECT_EQ(loadError(moeMini(replace([](ArtifactBuilder &b, MoeMini &m) {
               return b.moe(buf(0, 4, 4), buf(10, 4, 4), m.router, m.gate, m.up,
                            m.down, 2, true, false, {}, "model.layers.0.mlp");
             }))),
-            kMoe + "y buffer (offset 10, stride 4, width 4) with 1 row ends at "
-                   "float 14, past the arena of 12 floats");
+            kMoe + "y buffer (offset 40, stride 16, width 4) with 1 row ends at "
+                   "byte 56, past the arena of 48 bytes");
   // Dtypes.
   EXPECT_EQ(loadError(moeMini([](ArtifactBuilder &b, MoeMini &m, std::vector<Cmd> &c) {
               uint32_t h = b.addRawWeight("half", {2, 4}, fa::DType::F16,
@@ -846,25 +977,25 @@ TEST(Loader, MoeRuns) {
 // Two tracks of block 0: track t computes h · W -> its buffer at 8 + 4t;
 // then a partial sum (block -1) and an AllReduce. `tweak` may change the
 // artifact fields or the commands (index 1, 2: the tracks; 5: the reduce).
-std::vector<uint8_t> trackMini(const Tweak &tweak = {}, uint32_t devices = 1,
+std::vector<uint8_t> trackMini(const Tweak &tweak = {}, uint32_t ranks = 1,
                                uint64_t arena = 16) {
   return mini(
       [&](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
         b.numTracks = 2;
         b.numTrackBlocks = 1;
-        b.devices = devices;
+        b.ranks = ranks;
         const auto lm = c[1];
         c.pop_back();
         for (int32_t t = 0; t < 2; ++t) {
-          b.placement = {0, t, devices > 1 ? t : -1};
+          b.placement = {0, t, ranks > 1 ? t : -1};
           c.push_back(b.matmul(buf(0, 4, 4), {m.W}, buf(8 + 4 * t, 4, 4), 4, 4,
                                false, "model.blocks.0.tracks." + std::to_string(t)));
         }
-        b.placement = {-1, -1, devices > 1 ? 0 : -1};
+        b.placement = {-1, -1, ranks > 1 ? 0 : -1};
         c.push_back(b.matmul(buf(8, 4, 4), {m.W}, buf(0, 4, 4), 4, 4, false));
-        b.placement = {-1, -1, devices > 1 ? 1 : -1};
+        b.placement = {-1, -1, ranks > 1 ? 1 : -1};
         c.push_back(b.matmul(buf(12, 4, 4), {m.W}, buf(0, 4, 4), 4, 4,
-                             devices == 1));
+                             ranks == 1));
         b.placement = {};
         c.push_back(b.allReduce(buf(0, 4, 4), 0.5f, "model.blocks.0"));
         c.push_back(lm);
@@ -888,9 +1019,9 @@ TEST(Loader, TrackPlacement) {
   const std::string at =
       "model.fmb: program 'decode' command 1 (model.blocks.0.tracks.0): ";
   EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &) {
-              b.devices = 0;
+              b.ranks = 0;
             })),
-            "model.fmb: devices is 0 (a model runs on at least one)");
+            "model.fmb: ranks is 0 (a model runs on at least one)");
   EXPECT_EQ(loadError(trackMini(place(1, {0, -1, -1}))),
             at + "block 0 with track -1: a command of a track block names both");
   EXPECT_EQ(loadError(trackMini(place(1, {1, 0, -1}))),
@@ -898,11 +1029,11 @@ TEST(Loader, TrackPlacement) {
   EXPECT_EQ(loadError(trackMini(place(1, {0, 2, -1}))),
             at + "track 2 out of range (2 tracks)");
   EXPECT_EQ(loadError(trackMini(place(1, {0, 0, 1}))),
-            at + "device 1 out of range (the model is partitioned for 1 device)");
+            at + "rank 1 out of range (the model is partitioned over 1 rank)");
   EXPECT_EQ(loadError(trackMini(place(1, {0, 0, 2}), 2)),
-            at + "device 2 out of range (the model is partitioned for 2 devices)");
+            at + "rank 2 out of range (the model is partitioned over 2 ranks)");
   EXPECT_EQ(loadError(trackMini(place(1, {0, 0, -2}))),
-            at + "device -2 is invalid (-1 or an index)");
+            at + "rank -2 is invalid (-1 or an index)");
   EXPECT_EQ(loadError(trackMini(place(1, {-5, 0, -1}))),
             at + "block -5 is invalid (-1 or an index)");
   const std::string reduce = "model.fmb: program 'decode' command 5 (model.blocks.0): ";
@@ -920,8 +1051,8 @@ TEST(Loader, TrackPlacement) {
                   b.placement = {};
                 },
                 2)),
-            reduce + "an AllReduce runs on every rank (device -1), not only on "
-                     "device 1");
+            reduce + "an AllReduce runs on every rank (rank -1), not only on "
+                     "rank 1");
   EXPECT_EQ(loadError(trackMini([](ArtifactBuilder &, Mini &, std::vector<Cmd> &c) {
               c.push_back(c[5]); // a second reference to the same table
             })),
@@ -929,9 +1060,9 @@ TEST(Loader, TrackPlacement) {
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
               c.push_back(b.allReduce(buf(4, 4, 8), 1.0f, "model.blocks.0"));
             })),
-            "model.fmb: program 'decode' command 2 (model.blocks.0): buffer buffer "
-            "(offset 4, stride 4, width 8) with 1 row ends at float 12, past the "
-            "arena of 8 floats");
+            "model.fmb: program 'decode' command 2 (model.blocks.0): out buffer "
+            "(offset 16, stride 16, width 8) with 1 row ends at byte 48, past the "
+            "arena of 32 bytes");
 }
 
 TEST(Loader, TrackBuffersAreDisjoint) {
@@ -944,8 +1075,8 @@ TEST(Loader, TrackBuffersAreDisjoint) {
               b.placement = {};
             })),
             at + "command 2 (model.blocks.0.tracks.1) of track 1 writes y buffer "
-                 "(offset 10, stride 4, width 4), which overlaps y buffer (offset 8, "
-                 "stride 4, width 4) of command 1 (model.blocks.0.tracks.0) of "
+                 "(offset 40, stride 16, width 4), which overlaps y buffer (offset 32, "
+                 "stride 16, width 4) of command 1 (model.blocks.0.tracks.0) of "
                  "track 0: the tracks of a block run concurrently and need "
                  "disjoint buffers");
   // Track 1 reads what track 0 writes.
@@ -956,11 +1087,11 @@ TEST(Loader, TrackBuffersAreDisjoint) {
               b.placement = {};
             })),
             at + "command 2 (model.blocks.0.tracks.1) of track 1 reads x buffer "
-                 "(offset 8, stride 4, width 4), which overlaps y buffer (offset 8, "
-                 "stride 4, width 4) of command 1 (model.blocks.0.tracks.0) of "
+                 "(offset 32, stride 16, width 4), which overlaps y buffer (offset 32, "
+                 "stride 16, width 4) of command 1 (model.blocks.0.tracks.0) of "
                  "track 0: the tracks of a block run concurrently and need "
                  "disjoint buffers");
-  // On different devices the two never share a process: allowed.
+  // On different ranks the two never share a process: allowed.
   EXPECT_EQ(loadError(trackMini(
                 [](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
                   b.placement = {0, 1, 1};
@@ -986,8 +1117,8 @@ TEST(Loader, TrackBuffersAreDisjoint) {
   EXPECT_EQ(loadError(trackMini(chain(20), 1, 32)), "(loaded)");
   EXPECT_EQ(loadError(trackMini(chain(16), 1, 32)),
             at + "command 4 (model.blocks.0.tracks.1) of track 1 writes y buffer "
-                 "(offset 16, stride 4, width 4), which overlaps y buffer (offset 16, "
-                 "stride 4, width 4) of command 2 (model.blocks.0.tracks.0) of "
+                 "(offset 64, stride 16, width 4), which overlaps y buffer (offset 64, "
+                 "stride 16, width 4) of command 2 (model.blocks.0.tracks.0) of "
                  "track 0: the tracks of a block run concurrently and need "
                  "disjoint buffers");
   // A cache slot used by two tracks (slot 1), and then by one (slots 0, 1).
@@ -1025,6 +1156,22 @@ TEST(Loader, WriteCorpus) {
     ASSERT_TRUE(out.good()) << name;
   };
   write("mini.fmb", mini());
+  // Schema v2's additions: a per-target weight variant, executables for two
+  // targets with launch metadata, an AllReduce of two partials.
+  write("mini_variant.fmb", mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
+          b.addVariant(m.W, "cpu", "row-major", std::vector<uint8_t>(64, 0));
+        }));
+  write("mini_two_targets.fmb",
+        mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+          b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"},
+                          {0x7f, 'E', 'L', 'F'});
+          b.addExecutable("vulkan", "spirv", "", {"f", "g"}, {3, 2, 2, 7}, 1);
+          c.push_back(b.dispatch(1, {b.bufferArg(buf(0, 4, 4))}, "model.norm"));
+        }));
+  write("mini_partials.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
+          c.push_back(b.allReduceOf({buf(0, 4, 4), buf(4, 4, 4)}, {}, buf(8, 4, 4),
+                                    0.5f, "model.blocks.0.combine"));
+        }, 1, 16));
   write("mini_attention.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
           b.addCache("kv", 2, 1, 4, 16);
           c.push_back(b.attention(buf(0, 4, 4), buf(4, 4, 4), 0, 1, 1, 1, 4, 0.5f, 2,
@@ -1053,14 +1200,14 @@ TEST(Loader, WriteCorpus) {
   write("mini_moe.fmb", moeMini());
   write("mini_moe_shared.fmb", moeMini({}, /*withShared=*/true, /*maxRows=*/3));
   write("mini_tracks.fmb", trackMini());
-  write("mini_tracks_d2.fmb", trackMini({}, /*devices=*/2));
+  write("mini_tracks_d2.fmb", trackMini({}, /*ranks=*/2));
   TrackModel tracks;
   TrackModel::Options to;
   to.maxRows = 4;
   to.capacity = 8;
   to.interleave = true;
   write("tracks.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
-  to.devices = 2;
+  to.ranks = 2;
   to.interleave = false;
   write("tracks_d2.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
   // Packed weights, int8 caches and Moe with packed experts.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The MPI check of the runtime's track partitioning: the hand-built PT-MoE
 # model (test/unit/runtime/TrackModel.h: 4 tracks, 2 blocks, MoE in every
-# track, one AllReduce per block) partitioned for 2 devices and run by
-# `mpirun -np 2 fm-run` must give the logits of the 1-device model run in
+# track, one AllReduce per block) partitioned over 2 ranks and run by
+# `mpirun -np 2 fm-run` must give the logits of the 1-rank model run in
 # one process (and both the reference's); generation must pick the same
 # tokens; wrong rank counts must fail with a clear message.
 #
@@ -66,12 +66,12 @@ check() { # NAME COMMAND...: runs a check, reports PASS/FAIL
   fi
 }
 
-# One process, the 1-device model.
+# One process, the 1-rank model.
 "$fm_run" "$work/tracks_d1.fmb" --tokens $tokens --score \
   --logits-out "$work/d1.npy" --threads 2 >/dev/null
 check "1 process vs reference" compare "$work/d1.npy" "$work/tracks_ref.npy" 1e-4
 
-# Two ranks, the 2-device model: whole prompt and the decode path, 1 and 2
+# Two ranks, the 2-rank model: whole prompt and the decode path, 1 and 2
 # threads per rank.
 for chunk in 0 1; do
   for threads in 1 2; do
@@ -116,14 +116,14 @@ expect_error() { # NAME MESSAGE COMMAND...
     failures=$((failures + 1))
   fi
 }
-expect_error "4 ranks for 2 devices" \
-  "tracks_d2.fmb is partitioned for 2 devices but mpirun started 4 ranks" \
+expect_error "4 processes for 2 ranks" \
+  "tracks_d2.fmb is partitioned over 2 ranks but mpirun started 4 processes" \
   "${mpirun[@]}" -np 4 "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3
-expect_error "1 process for 2 devices" \
-  "tracks_d2.fmb is partitioned for 2 devices: run it on as many ranks (mpirun -np 2)" \
+expect_error "1 process for 2 ranks" \
+  "tracks_d2.fmb is partitioned over 2 ranks: run it on as many (mpirun -np 2)" \
   "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3
-expect_error "2 ranks for 1 device" \
-  "tracks_d1.fmb is partitioned for 1 device but mpirun started 2 ranks" \
+expect_error "2 processes for 1 rank" \
+  "tracks_d1.fmb is partitioned over 1 rank but mpirun started 2 processes" \
   "${mpirun[@]}" -np 2 "$fm_run" "$work/tracks_d1.fmb" --tokens 1,2,3
 
 if [ $failures -eq 0 ]; then

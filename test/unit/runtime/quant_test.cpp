@@ -5,10 +5,9 @@
 // kernels' activation rounding); whole logits against the plain
 // reference and against the f32 path over the same effective weights.
 #include "ArtifactBuilder.h"
-#include "CpuExecutable.h"
-#include "Executor.h"
+#include "LoadedArtifact.h"
 #include "QuantModel.h"
-#include "QuantMoe.h"
+#include "hal/cpu/QuantMoe.h"
 #include "fm/runtime.h"
 #include "kernels/moe.h"
 #include "kernels/quantize.h"
@@ -63,24 +62,16 @@ double dot(const float *w, const float *x, int64_t K) {
 // A model's artifact, generated code and executor, without the Session:
 // the tests read the arena and the caches after a run.
 struct Opened {
-  std::unique_ptr<rt::Artifact> artifact;
-  std::unique_ptr<rt::CpuExecutable> exe;
+  std::unique_ptr<LoadedArtifact> loaded;
   std::unique_ptr<rt::Executor> exec;
 };
 
 Opened open(const std::vector<uint8_t> &file, int threads) {
   Opened o;
-  auto artifact = rt::Artifact::fromBuffer(file.data(), file.size(), "quant.fmb", {});
-  EXPECT_TRUE(artifact.isOk()) << artifact.message();
-  if (!artifact)
+  o.loaded = std::make_unique<LoadedArtifact>();
+  if (!o.loaded->load(file, "quant.fmb", /*withExecutable=*/true))
     return o;
-  o.artifact = std::move(*artifact);
-  auto exe = rt::CpuExecutable::load(*o.artifact->root().executable(), "quant.fmb");
-  EXPECT_TRUE(exe.isOk()) << exe.message();
-  if (!exe)
-    return o;
-  o.exe = std::move(*exe);
-  auto exec = rt::Executor::create(*o.artifact, o.exe.get(), threads);
+  auto exec = o.loaded->executor(threads);
   EXPECT_TRUE(exec.isOk()) << exec.message();
   if (exec)
     o.exec = std::move(*exec);
@@ -132,7 +123,7 @@ void checkStages(const QuantModel &model, const QuantModel::Options &o,
   using M = QuantModel;
   const QuantModel::Weights w = model.weights(o);
   const QuantModel::Layout l = M::layout(o);
-  const float *arena = exec.arena();
+  const float *arena = reinterpret_cast<const float *>(exec.arena());
   const Storage qS = o.floatWeights ? Storage{} : o.q;
   const Storage kvS = o.floatWeights ? Storage{} : o.kv;
   const Storage oS = o.floatWeights ? Storage{} : o.o;

@@ -6,8 +6,8 @@
 #include "ThreadGroup.h"
 #include "TrackModel.h"
 #include "fm/runtime.h"
-#include "kernels/sampler.h"
-#include "src/Npy.h"
+#include "fm/sampler.h"
+#include "fm/npy.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +55,7 @@ TEST(Tracks, ConcurrentTracksMatchReference) {
     ASSERT_TRUE(model);
     EXPECT_EQ(model->numTracks(), 4);
     EXPECT_EQ(model->numTrackBlocks(), 2);
-    EXPECT_EQ(model->devices(), 1);
+    EXPECT_EQ(model->ranks(), 1);
     EXPECT_EQ(model->program("decode")->collectives, 2);
     std::vector<float> oneThread;
     for (int threads : {1, 2, 3}) {
@@ -127,7 +127,6 @@ TEST(Tracks, StatsCountCollectives) {
   SessionStats st = session.stats();
   EXPECT_EQ(st.ranks, 1);
   EXPECT_EQ(st.rank, 0);
-  EXPECT_EQ(st.device, 0);
   EXPECT_EQ(st.collectives, 18);
   EXPECT_EQ(st.decodeTokens, 8);
   EXPECT_EQ(st.decodeCollectives, 16);
@@ -135,15 +134,15 @@ TEST(Tracks, StatsCountCollectives) {
 }
 
 // Two ranks, each a thread with its own session over one communicator:
-// device 0 runs tracks 0-1, device 1 tracks 2-3; the AllReduce joins them.
+// rank 0 runs tracks 0-1, rank 1 tracks 2-3; the AllReduce joins them.
 TEST(Tracks, PartitionedOverTwoRanks) {
   TrackModel tm;
   const std::vector<float> want = tm.reference(kTokens);
   TrackModel::Options o;
-  o.devices = 2;
+  o.ranks = 2;
   auto model = load(tm.build(o, kernelsSo()));
   ASSERT_TRUE(model);
-  EXPECT_EQ(model->devices(), 2);
+  EXPECT_EQ(model->ranks(), 2);
   ThreadGroup group(2);
   std::vector<float> got[2], decoded[2];
   std::vector<int32_t> generated[2];
@@ -170,7 +169,7 @@ TEST(Tracks, PartitionedOverTwoRanks) {
     decoded[r] = copy(*one);
     // Each rank's sampler has its own seed; rank 0's choices win.
     (void)session.reset();
-    kernels::Sampler sampler(1.0f, 0, 1.0f, 1000 + r);
+    Sampler sampler(1.0f, 0, 1.0f, 1000 + r);
     auto gen = session.generate({1, 2, 3}, 6, sampler);
     if (!gen) {
       errors[r] = gen.message();
@@ -190,7 +189,6 @@ TEST(Tracks, PartitionedOverTwoRanks) {
     expectNear(decoded[r].data(), want.data(), want.size(), "decode path");
     EXPECT_EQ(stats[r].ranks, 2);
     EXPECT_EQ(stats[r].rank, r);
-    EXPECT_EQ(stats[r].device, r);
     EXPECT_EQ(stats[r].decodeCollectives, 2 * stats[r].decodeTokens);
   }
   EXPECT_EQ(generated[0], generated[1]);
@@ -199,41 +197,43 @@ TEST(Tracks, PartitionedOverTwoRanks) {
   EXPECT_EQ(group.allReduces(), stats[0].collectives);
 }
 
-TEST(Tracks, PartitionedModelNeedsOneRankPerDevice) {
+TEST(Tracks, PartitionedModelNeedsOneProcessPerRank) {
   TrackModel tm;
   TrackModel::Options o;
-  o.devices = 2;
+  o.ranks = 2;
   auto two = load(tm.build(o, kernelsSo()));
   ASSERT_TRUE(two);
   {
     Session session(two, SessionOptions{1});
     EXPECT_EQ(session.status().message(),
-              "tracks.fmb is partitioned for 2 devices: run it on as many "
-              "ranks (mpirun -np 2)");
+              "tracks.fmb is partitioned over 2 ranks: run it on as many "
+              "(mpirun -np 2)");
     EXPECT_FALSE(session.prefill(kTokens).isOk());
   }
   {
     ThreadGroup group(4);
     Session session(two, SessionOptions{1, &group.rank(0)});
     EXPECT_EQ(session.status().message(),
-              "tracks.fmb is partitioned for 2 devices but mpirun started 4 ranks");
+              "tracks.fmb is partitioned over 2 ranks but mpirun started 4 "
+              "processes");
   }
   {
     auto one = load(tm.build({}, kernelsSo()));
     ThreadGroup group(2);
     Session session(one, SessionOptions{1, &group.rank(1)});
     EXPECT_EQ(session.status().message(),
-              "tracks.fmb is partitioned for 1 device but mpirun started 2 ranks");
+              "tracks.fmb is partitioned over 1 rank but mpirun started 2 "
+              "processes");
   }
 }
 
 // vocab 4: h = E[token] (rows of `stride` floats), AllReduce(h, scale),
 // logits = W · h with W the identity: logits = scale · (ranks · E[token]).
-std::vector<uint8_t> reduceModel(uint32_t devices, uint32_t stride, float scale) {
+std::vector<uint8_t> reduceModel(uint32_t ranks, uint32_t stride, float scale) {
   ArtifactBuilder b;
   b.vocab = 4;
   b.hidden = 4;
-  b.devices = devices;
+  b.ranks = ranks;
   const uint32_t E = b.addWeight("embed", {4, 4},
                                  {1, 2, 3, 4, -1, 0.5f, 8, 0, 2, 2, 2, 2, 0, 0, 0, 1});
   const uint32_t W = b.addWeight("w", {4, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0,
@@ -290,7 +290,7 @@ TEST(AllReduce, SumsAcrossRanks) {
 
 // Writes the track model for the MPI check (test/unit/runtime/mpi_check.sh):
 //   FM_WRITE_TRACK_FMB_DIR=/tmp/x fm_runtime_test --gtest_filter=Tracks.WriteModels
-// tracks_d1.fmb (one device), tracks_d2.fmb (two), and the reference
+// tracks_d1.fmb (one rank), tracks_d2.fmb (two), and the reference
 // logits of kTokens as tracks_ref.npy.
 TEST(Tracks, WriteModels) {
   const char *dir = std::getenv("FM_WRITE_TRACK_FMB_DIR");
@@ -304,11 +304,11 @@ TEST(Tracks, WriteModels) {
   };
   TrackModel::Options o;
   write("tracks_d1.fmb", tm.build(o, kernelsSo()));
-  o.devices = 2;
+  o.ranks = 2;
   write("tracks_d2.fmb", tm.build(o, kernelsSo()));
   std::vector<float> ref = tm.reference(kTokens);
   std::string error;
-  ASSERT_TRUE(rt::writeNpyF32(std::string(dir) + "/tracks_ref.npy", ref.data(),
+  ASSERT_TRUE(fm::writeNpyF32(std::string(dir) + "/tracks_ref.npy", ref.data(),
                               {int64_t(kTokens.size()), TrackModel::kVocab},
                               &error))
       << error;

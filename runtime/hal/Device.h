@@ -1,0 +1,270 @@
+// The device layer (HAL): what the executor asks of a CPU, a Vulkan, a Metal
+// or a CUDA device. Modelled on IREE's runtime/src/iree/hal/device.h and on
+// fm/communicator.h: the executor walks a program's commands and, once per
+// command at session creation, asks its device to prepare a Kernel from a
+// device-independent description (buffers, weights, cache slots, shapes);
+// running a program is then a loop of Kernel::run calls. A device owns its
+// memory (buffers it allocates, the weights it imports), loads the
+// generated code of its target, and implements the micro-kernels: matmul in
+// every weight format, attention, embedding, MoE, plus copies and the hook
+// for the collective at a track-block boundary.
+#pragma once
+
+#include "fm/communicator.h"
+#include "fm/fmb_generated.h"
+#include "fm/status.h"
+#include "kernels/qformat.h"
+#include "kernels/qmatmul.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fm::hal {
+
+/// Where a buffer lives: host memory (the CPU device; pointers usable by
+/// the host), or device memory (a GPU's; reached through upload/download).
+enum class MemorySpace : uint8_t { Host, Device };
+
+/// A device allocation, or a view of memory a device was given (the
+/// artifact's mapped weights). Its size is fixed.
+class Buffer {
+public:
+  virtual ~Buffer() = default;
+  uint64_t size() const { return size_; }
+  MemorySpace space() const { return space_; }
+  /// The first byte, where the host can address it; else null.
+  uint8_t *host() const { return host_; }
+
+protected:
+  Buffer(uint64_t size, MemorySpace space, uint8_t *host)
+      : size_(size), space_(space), host_(host) {}
+
+private:
+  uint64_t size_;
+  MemorySpace space_;
+  uint8_t *host_;
+};
+
+/// A 2-D f32 activation view: row r, column c is the float at byte
+/// `offset + 4 * (r * stride + c)` of `buffer`.
+struct Rows {
+  Buffer *buffer = nullptr;
+  uint64_t offset = 0; // bytes
+  int64_t stride = 0;  // floats between rows
+  int64_t width = 0;   // columns
+};
+
+/// How a weight's bytes are stored.
+enum class WeightKind : uint8_t { F32, F16, Quant };
+
+/// A weight as a device's kernels read it: `bytes` bytes at `offset` of the
+/// device's weight buffer, in `layout` ("" is the shared layout of the
+/// schema; a named layout is a per-target variant the device asked for).
+struct WeightDesc {
+  Buffer *buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  WeightKind kind = WeightKind::F32;
+  /// WeightKind::Quant: the packed format (kernels/qformat.h).
+  kernels::QuantFormat format{8, 32, kernels::QuantGrid::Balanced};
+  /// The shape ([] for a 0-d scalar).
+  std::vector<int64_t> shape;
+  std::string layout;
+  std::string name; // for messages
+};
+
+/// Row 0 of a cache slot's K or V part: `capacity` rows of `width`
+/// elements, f32 or int8.
+struct CacheRows {
+  Buffer *buffer = nullptr;
+  uint64_t offset = 0; // bytes
+  int64_t capacity = 0;
+  int64_t width = 0;
+  bool int8 = false;
+};
+
+/// What one call of a program processes: `rows` tokens at positions
+/// pos .. pos + rows - 1 (`tokens` are theirs, for an embedding).
+struct Launch {
+  int64_t rows = 0;
+  int64_t pos = 0;
+  const int32_t *tokens = nullptr;
+};
+
+struct EmbedDesc {
+  WeightDesc table; // [vocab][width]
+  Rows out;
+};
+
+/// y (+)= x · concat(weights)ᵀ; the weights are stacked along their rows
+/// (all [rows_i][k]), so weight i writes columns [col_i, col_i + rows_i).
+struct MatmulDesc {
+  Rows x, y;
+  int64_t k = 0, n = 0;
+  bool accumulate = false;
+  std::vector<WeightDesc> weights;
+  int64_t maxRows = 1; // the most rows a launch gives
+  /// How packed weights meet the activations (the session's choice).
+  kernels::QActivations activations = kernels::QActivations::Int8x2;
+};
+
+/// Causal GQA attention of the launch's rows over one cache slot.
+struct AttentionDesc {
+  Rows q, out;
+  CacheRows k, v;
+  int64_t heads = 0, kvHeads = 0, headDim = 0, window = 0;
+  float scale = 1.0f;
+  /// int8 caches: the scales the slot's K and V were stored with.
+  float kScale = 1.0f, vScale = 1.0f;
+  int64_t maxRows = 1;
+};
+
+/// The Moe command (schema: Moe): routing, experts, optional shared expert.
+struct MoeDesc {
+  Rows x, y;
+  WeightDesc router;
+  std::vector<WeightDesc> gate, up, down;
+  bool hasShared = false;
+  WeightDesc sharedGate, sharedUp, sharedDown, sharedExpertGate;
+  int64_t topK = 1;
+  bool normTopk = false, accumulate = false;
+  int64_t maxRows = 1;
+  kernels::QActivations activations = kernels::QActivations::Int8x2;
+};
+
+/// One argument of a generated function.
+struct DispatchArg {
+  enum class Kind : uint8_t { Buffer, Weight, Cache } kind = Kind::Buffer;
+  Rows rows;         // Buffer
+  WeightDesc weight; // Weight
+  CacheRows cache;   // Cache
+};
+
+class Executable;
+
+struct DispatchDesc {
+  const Executable *executable = nullptr;
+  uint32_t function = 0;
+  std::vector<DispatchArg> args;
+  int64_t maxRows = 1;
+};
+
+struct CopyRowDesc {
+  Rows src, dst; // the launch's last row of src into row 0 of dst
+};
+
+/// Counters of the collectives a session ran.
+struct CollectiveStats {
+  int64_t allReduces = 0; // AllReduce commands run
+  double ms = 0.0;        // wall time in them (the reduction and the scale)
+};
+
+/// out = scale · Σ over the ranks of `comm` of (Σ of that rank's inputs).
+/// `inputs` are this rank's; one may be `out` itself (it then starts the
+/// sum), the others do not overlap it.
+struct AllReduceDesc {
+  std::vector<Rows> inputs;
+  Rows out;
+  float scale = 1.0f;
+  Communicator *comm = nullptr;
+  CollectiveStats *stats = nullptr;
+  int64_t maxRows = 1;
+};
+
+/// A device's execution context for one session (the CPU's: a thread pool
+/// and scratch; a GPU's: a stream or a queue). Not thread-safe: a queue
+/// serves one caller, and concurrent tracks each get their own.
+class Queue {
+public:
+  virtual ~Queue() = default;
+  /// Threads the queue's kernels use (1 for a track's queue).
+  virtual int threads() const = 0;
+  /// Calls fn(0) .. fn(n - 1), concurrently where the device can; returns
+  /// when all returned.
+  virtual void runConcurrently(int64_t n,
+                               const std::function<void(int64_t)> &fn) = 0;
+};
+
+struct QueueOptions {
+  int threads = 1; // <= 0: one per core
+  /// A queue for one track of a section whose tracks run concurrently
+  /// (Queue::runConcurrently of the session's queue): its kernels run on the
+  /// calling thread, single-threaded.
+  bool trackLane = false;
+  uint64_t scratchBytes = 0; // the most any kernel run on it needs
+};
+
+/// One prepared command. run() must not allocate.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+  virtual Status run(Queue &queue, const Launch &launch) const = 0;
+  /// Bytes of queue scratch a run needs (QueueOptions::scratchBytes).
+  virtual uint64_t scratchBytes() const { return 0; }
+};
+
+/// An artifact's generated code, loaded for the device.
+class Executable {
+public:
+  virtual ~Executable() = default;
+  virtual size_t numFunctions() const = 0;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// "cpu", "vulkan", "metal" or "cuda".
+  virtual const std::string &name() const = 0;
+  /// The Executable.target whose code the device runs ("cpu" for cpu).
+  virtual const std::string &target() const = 0;
+  /// One line for reports: "cpu (x86_64, avx512-vnni, 2 cores)".
+  virtual std::string description() const = 0;
+
+  /// `bytes` zeroed bytes in `space`.
+  virtual Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes,
+                                                     MemorySpace space) = 0;
+  virtual Status upload(Buffer &buffer, uint64_t offset, const void *data,
+                        uint64_t bytes) = 0;
+  virtual Status download(const Buffer &buffer, uint64_t offset, void *data,
+                          uint64_t bytes) = 0;
+
+  /// Makes the artifact's data section (`bytes` at `data`, which outlives
+  /// the buffer) readable by the device's kernels: the CPU device uses it in
+  /// place, a GPU device copies it to its memory.
+  virtual Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
+                                                          uint64_t bytes) = 0;
+  /// Whether the device's kernels read weights stored in `layout` (a
+  /// WeightVariant of its target); "" (the shared layout) always.
+  virtual bool readsLayout(const std::string &layout) const = 0;
+
+  /// Loads an executable of target(); `artifactName` starts error messages.
+  virtual Expected<std::unique_ptr<Executable>>
+  loadExecutable(const artifact::Executable &executable,
+                 const std::string &artifactName) = 0;
+
+  virtual Expected<std::unique_ptr<Queue>>
+  createQueue(const QueueOptions &options) = 0;
+
+  // The micro-kernels and glue. A description's buffers, weights and cache
+  // rows outlive the kernel; the loader checked every shape.
+  virtual Expected<std::unique_ptr<Kernel>> prepareEmbed(const EmbedDesc &) = 0;
+  virtual Expected<std::unique_ptr<Kernel>> prepareMatmul(const MatmulDesc &) = 0;
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareAttention(const AttentionDesc &) = 0;
+  virtual Expected<std::unique_ptr<Kernel>> prepareMoe(const MoeDesc &) = 0;
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareDispatch(const DispatchDesc &) = 0;
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareCopyRow(const CopyRowDesc &) = 0;
+  /// The collective hook: the buffer's rows summed across the ranks of
+  /// desc.comm (a device stages through the host where it must).
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareAllReduce(const AllReduceDesc &) = 0;
+};
+
+} // namespace fm::hal

@@ -1,0 +1,86 @@
+// Device probing and opening. Each device kind is built in when its
+// dependencies are found at build time (the CPU always); a kind that is not
+// gets a clear error instead of a missing symbol.
+#include "hal/Registry.h"
+
+#include "hal/cpu/CpuDevice.h"
+
+namespace fm::hal {
+namespace {
+
+struct Kind {
+  const char *name;
+  /// Null when the kind is not built into this runtime.
+  DeviceInfo (*probe)();
+  Expected<std::unique_ptr<Device>> (*open)();
+};
+
+DeviceInfo probeCpu() {
+  DeviceInfo info;
+  info.name = "cpu";
+  info.builtIn = info.present = info.hardware = true;
+  info.description = CpuDevice().description();
+  return info;
+}
+
+Expected<std::unique_ptr<Device>> openCpu() {
+  return std::unique_ptr<Device>(new CpuDevice());
+}
+
+// Best first: the default takes the first present hardware device.
+const Kind kKinds[] = {
+    {"cuda", nullptr, nullptr},
+    {"metal", nullptr, nullptr},
+    {"vulkan", nullptr, nullptr},
+    {"cpu", probeCpu, openCpu},
+};
+
+} // namespace
+
+std::vector<DeviceInfo> probeDevices() {
+  std::vector<DeviceInfo> out;
+  for (const Kind &k : kKinds) {
+    if (k.probe) {
+      out.push_back(k.probe());
+      continue;
+    }
+    DeviceInfo info;
+    info.name = k.name;
+    info.description = "not built into this runtime";
+    out.push_back(info);
+  }
+  return out;
+}
+
+std::string knownDeviceNames() {
+  std::string s;
+  for (const Kind &k : kKinds)
+    s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s;
+}
+
+Expected<std::unique_ptr<Device>> openDevice(const std::string &name) {
+  for (const Kind &k : kKinds) {
+    if (name != k.name)
+      continue;
+    if (!k.open) {
+      std::string builtIn;
+      for (const Kind &b : kKinds)
+        if (b.open)
+          builtIn += (builtIn.empty() ? "" : ", ") + std::string(b.name);
+      return Status::error("device '" + name +
+                           "' is not built into this runtime (rebuild with "
+                           "its SDK installed; built in: " +
+                           builtIn + ")");
+    }
+    DeviceInfo info = k.probe();
+    if (!info.present)
+      return Status::error("device '" + name + "' is not available here: " +
+                           info.description);
+    return k.open();
+  }
+  return Status::error("unknown device '" + name + "' (known: " +
+                       knownDeviceNames() + ")");
+}
+
+} // namespace fm::hal

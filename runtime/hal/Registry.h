@@ -1,0 +1,28 @@
+// The devices this runtime knows, which of them are built in and present,
+// and the default choice (fm-run --device, fm::LoadOptions::device).
+#pragma once
+
+#include "fm/device_info.h"
+#include "fm/status.h"
+#include "hal/Device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fm::hal {
+
+using fm::DeviceInfo;
+
+/// Every device kind fmc has a target for, best first (the default order):
+/// cuda, metal, vulkan, cpu.
+std::vector<DeviceInfo> probeDevices();
+
+/// The names probeDevices() lists, for messages ("cuda, metal, vulkan, cpu").
+std::string knownDeviceNames();
+
+/// Opens device `name`: an error names what is missing (an unknown name, a
+/// device this runtime was built without, or one not found here).
+Expected<std::unique_ptr<Device>> openDevice(const std::string &name);
+
+} // namespace fm::hal

@@ -1,0 +1,89 @@
+// The CPU device: host memory, the artifact's native code (dlopen), and the
+// runtime's own micro-kernels (runtime/kernels: AVX-512/AVX2/NEON/generic,
+// chosen at run time), threaded over a per-session thread pool.
+#pragma once
+
+#include "base/HostMemory.h"
+#include "base/ThreadPool.h"
+#include "hal/Device.h"
+
+#include <memory>
+#include <string>
+
+namespace fm::hal {
+
+/// Host memory: an owned zeroed block, or a view of memory it was given.
+class HostBuffer final : public Buffer {
+public:
+  /// Takes ownership of `block`.
+  explicit HostBuffer(rt::HostBlock block);
+  /// A view of `bytes` at `data` (not owned).
+  HostBuffer(const uint8_t *data, uint64_t bytes);
+
+private:
+  rt::HostBlock block_;
+};
+
+/// A CPU queue: a thread pool (none for a single-threaded track queue) and
+/// a scratch block.
+class CpuQueue final : public Queue {
+public:
+  explicit CpuQueue(const QueueOptions &options);
+  bool ok() const { return scratchOk_; }
+  int threads() const override { return pool_ ? pool_->numThreads() : 1; }
+  void runConcurrently(int64_t n,
+                       const std::function<void(int64_t)> &fn) override;
+  /// Null on a single-threaded track queue (kernels then run inline).
+  rt::ThreadPool *pool() const { return pool_.get(); }
+  uint8_t *scratch() const { return scratch_.data(); }
+
+private:
+  std::unique_ptr<rt::ThreadPool> pool_;
+  rt::HostBlock scratch_;
+  bool scratchOk_ = true;
+};
+
+class CpuDevice final : public Device {
+public:
+  CpuDevice();
+
+  const std::string &name() const override { return name_; }
+  const std::string &target() const override { return name_; }
+  std::string description() const override;
+
+  Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes,
+                                             MemorySpace space) override;
+  Status upload(Buffer &buffer, uint64_t offset, const void *data,
+                uint64_t bytes) override;
+  Status download(const Buffer &buffer, uint64_t offset, void *data,
+                  uint64_t bytes) override;
+  Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
+                                                  uint64_t bytes) override;
+  bool readsLayout(const std::string &layout) const override;
+  Expected<std::unique_ptr<Executable>>
+  loadExecutable(const artifact::Executable &executable,
+                 const std::string &artifactName) override;
+  Expected<std::unique_ptr<Queue>>
+  createQueue(const QueueOptions &options) override;
+
+  Expected<std::unique_ptr<Kernel>> prepareEmbed(const EmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareMatmul(const MatmulDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareAttention(const AttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareMoe(const MoeDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareDispatch(const DispatchDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareAllReduce(const AllReduceDesc &) override;
+
+  /// The layout name of a relocated copy of the shared layout: the CPU reads
+  /// it like the shared bytes (used to test variant selection end to end;
+  /// repacked GEMM layouts add names here).
+  static constexpr const char *kRowMajorLayout = "row-major";
+
+private:
+  std::string name_ = "cpu";
+};
+
+} // namespace fm::hal

@@ -1,0 +1,495 @@
+// The CPU device's prepared kernels: every pointer is resolved when the
+// kernel is prepared (CPU buffers are host memory that never moves), so a
+// run is the kernel call and nothing else.
+#include "hal/cpu/CpuDevice.h"
+
+#include "hal/cpu/CpuExecutable.h"
+#include "hal/cpu/Linear.h"
+#include "hal/cpu/QuantMoe.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/moe.h"
+#include "kernels/quantize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace fm::hal {
+namespace {
+
+using rt::WeightRef;
+
+float *hostFloats(const Rows &r) {
+  return reinterpret_cast<float *>(r.buffer->host() + r.offset);
+}
+
+const uint8_t *hostBytes(const WeightDesc &w) {
+  return w.buffer->host() + w.offset;
+}
+
+WeightRef weightRef(const WeightDesc &w, kernels::QActivations act) {
+  WeightRef r;
+  r.data = hostBytes(w);
+  r.kind = w.kind == WeightKind::Quant ? WeightRef::Kind::Quant
+           : w.kind == WeightKind::F16 ? WeightRef::Kind::F16
+                                       : WeightRef::Kind::F32;
+  r.format = w.format;
+  r.activations = act;
+  return r;
+}
+
+CpuQueue &cpu(Queue &queue) { return static_cast<CpuQueue &>(queue); }
+
+// Dense scratch regions are 64-byte aligned.
+uint64_t alignUp(uint64_t bytes) { return (bytes + 63) & ~uint64_t(63); }
+
+class EmbedKernel final : public Kernel {
+public:
+  explicit EmbedKernel(const EmbedDesc &d)
+      : table_(weightRef(d.table, kernels::QActivations::F32)),
+        out_(hostFloats(d.out)), stride_(d.out.stride), width_(d.out.width),
+        rowBytes_(table_.rowBytes(d.out.width)) {}
+
+  Status run(Queue &, const Launch &l) const override {
+    for (int64_t r = 0; r < l.rows && width_ > 0; ++r) {
+      float *out = out_ + r * stride_;
+      const uint8_t *row = static_cast<const uint8_t *>(table_.data) +
+                           size_t(l.tokens[r]) * rowBytes_;
+      switch (table_.kind) {
+      case WeightRef::Kind::F32:
+        std::memcpy(out, row, width_ * sizeof(float));
+        break;
+      case WeightRef::Kind::F16:
+        for (int64_t c = 0; c < width_; ++c) {
+          uint16_t h;
+          std::memcpy(&h, row + 2 * c, sizeof(h));
+          out[c] = kernels::halfToFloat(h);
+        }
+        break;
+      case WeightRef::Kind::Quant:
+        // Only the looked-up rows are unpacked.
+        kernels::dequantizeRow(row, table_.format, width_, out);
+        break;
+      }
+    }
+    return Status::ok();
+  }
+
+private:
+  WeightRef table_;
+  float *out_;
+  int64_t stride_, width_;
+  size_t rowBytes_;
+};
+
+class MatmulKernel final : public Kernel {
+public:
+  explicit MatmulKernel(const MatmulDesc &d)
+      : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
+        yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate) {
+    // Weights that lie back to back in one layout (the parts of a fused
+    // projection, written so by the compiler) are one [n][k] matrix: one
+    // kernel call.
+    int64_t col = 0;
+    const WeightDesc *prev = nullptr;
+    for (const WeightDesc &w : d.weights) {
+      const WeightRef ref = weightRef(w, d.activations);
+      const int64_t rows = w.shape[0];
+      if (prev && prev->buffer == w.buffer &&
+          prev->offset + prev->bytes == w.offset &&
+          groups_.back().w.sameLayout(ref)) {
+        groups_.back().rows += rows;
+      } else {
+        groups_.push_back({ref, rows, col});
+      }
+      col += rows;
+      prev = &w;
+    }
+    // A strided x is gathered into dense rows first; a group narrower than
+    // y's rows goes through dense scratch.
+    if (d.maxRows > 1 && xStride_ != k_)
+      xScratch_ = alignUp(uint64_t(d.maxRows) * k_ * sizeof(float));
+    for (const Group &g : groups_)
+      if (d.maxRows > 1 && yStride_ != g.rows)
+        yScratch_ = std::max<uint64_t>(
+            yScratch_, uint64_t(d.maxRows) * g.rows * sizeof(float));
+  }
+
+  uint64_t scratchBytes() const override { return xScratch_ + yScratch_; }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CpuQueue &q = cpu(queue);
+    const int64_t M = l.rows;
+    const float *x = x_;
+    if (M > 1 && xStride_ != k_) {
+      float *dense = reinterpret_cast<float *>(q.scratch());
+      for (int64_t r = 0; r < M; ++r)
+        std::memcpy(dense + r * k_, x_ + r * xStride_, k_ * sizeof(float));
+      x = dense;
+    }
+    for (const Group &g : groups_) {
+      float *y = y_ + g.col0;
+      if (M == 1 || yStride_ == g.rows) {
+        rt::linear(g.w, x, M, k_, g.rows, y, accumulate_, q.pool());
+        continue;
+      }
+      // y's rows are wider than this group's columns: go through dense
+      // scratch (bringing y's values in when accumulating).
+      float *dense = reinterpret_cast<float *>(q.scratch() + xScratch_);
+      const size_t bytes = g.rows * sizeof(float);
+      if (accumulate_)
+        for (int64_t r = 0; r < M; ++r)
+          std::memcpy(dense + r * g.rows, y + r * yStride_, bytes);
+      rt::linear(g.w, x, M, k_, g.rows, dense, accumulate_, q.pool());
+      for (int64_t r = 0; r < M; ++r)
+        std::memcpy(y + r * yStride_, dense + r * g.rows, bytes);
+    }
+    return Status::ok();
+  }
+
+private:
+  struct Group {
+    WeightRef w;
+    int64_t rows = 0;
+    int64_t col0 = 0; // first column of y
+  };
+  std::vector<Group> groups_;
+  float *x_;
+  int64_t xStride_;
+  float *y_;
+  int64_t yStride_, k_;
+  bool accumulate_;
+  uint64_t xScratch_ = 0, yScratch_ = 0;
+};
+
+class AttentionKernel final : public Kernel {
+public:
+  explicit AttentionKernel(const AttentionDesc &d)
+      : q_(hostFloats(d.q)), out_(hostFloats(d.out)), qStride_(d.q.stride),
+        outStride_(d.out.stride) {
+    a_.H = d.heads;
+    a_.KVH = d.kvHeads;
+    a_.D = d.headDim;
+    a_.scale = d.scale;
+    a_.window = d.window;
+    a_.k = d.k.buffer->host() + d.k.offset;
+    a_.v = d.v.buffer->host() + d.v.offset;
+    a_.capacity = d.k.capacity;
+    a_.int8 = d.k.int8;
+    a_.kScale = d.kScale;
+    a_.vScale = d.vScale;
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    rt::ThreadPool *pool = cpu(queue).pool();
+    kernels::AttentionArgs a = a_;
+    const int64_t width = a.H * a.D;
+    if (l.rows == 1 || (qStride_ == width && outStride_ == width)) {
+      a.q = q_;
+      a.out = out_;
+      a.S = l.rows;
+      a.pos0 = l.pos;
+      kernels::attention(a, pool);
+      return Status::ok();
+    }
+    // The kernel takes dense rows: one call per strided row.
+    for (int64_t r = 0; r < l.rows; ++r) {
+      a.q = q_ + r * qStride_;
+      a.out = out_ + r * outStride_;
+      a.S = 1;
+      a.pos0 = l.pos + r;
+      kernels::attention(a, pool);
+    }
+    return Status::ok();
+  }
+
+private:
+  kernels::AttentionArgs a_;
+  float *q_, *out_;
+  int64_t qStride_, outStride_;
+};
+
+class MoeKernel final : public Kernel {
+public:
+  explicit MoeKernel(const MoeDesc &d)
+      : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
+        yStride_(d.y.stride) {
+    kernels::MoeShape shape;
+    shape.hidden = d.x.width;
+    shape.experts = static_cast<int64_t>(d.gate.size());
+    shape.intermediate = d.gate.front().shape[0];
+    shape.topK = d.topK;
+    if (d.hasShared)
+      shape.sharedIntermediate = d.sharedGate.shape[0];
+    kernels::MoeShape planned = shape;
+    planned.rows = d.maxRows;
+    auto isQuant = [](const WeightDesc &w) { return w.kind == WeightKind::Quant; };
+    quant_ = isQuant(d.router) ||
+             std::any_of(d.gate.begin(), d.gate.end(), isQuant) ||
+             std::any_of(d.up.begin(), d.up.end(), isQuant) ||
+             std::any_of(d.down.begin(), d.down.end(), isQuant) ||
+             (d.hasShared && (isQuant(d.sharedGate) || isQuant(d.sharedUp) ||
+                              isQuant(d.sharedDown) ||
+                              isQuant(d.sharedExpertGate)));
+    if (quant_) {
+      // Packed experts: the runtime's Moe over per-weight kinds.
+      q_.shape = shape;
+      q_.normTopk = d.normTopk;
+      q_.accumulate = d.accumulate;
+      q_.router = weightRef(d.router, d.activations);
+      for (const auto *list : {&d.gate, &d.up, &d.down})
+        for (const WeightDesc &w : *list)
+          refs_.push_back(weightRef(w, d.activations));
+      const size_t E = d.gate.size();
+      q_.gate = refs_.data();
+      q_.up = q_.gate + E;
+      q_.down = q_.up + E;
+      if (d.hasShared) {
+        q_.sharedGate = weightRef(d.sharedGate, d.activations);
+        q_.sharedUp = weightRef(d.sharedUp, d.activations);
+        q_.sharedDown = weightRef(d.sharedDown, d.activations);
+        q_.sharedExpertGate = weightRef(d.sharedExpertGate, d.activations);
+      }
+      scratch_ = rt::quantMoeScratchFloats(planned) * sizeof(float);
+      return;
+    }
+    f_.shape = shape;
+    f_.normTopk = d.normTopk;
+    f_.accumulate = d.accumulate;
+    f_.f16 = d.router.kind == WeightKind::F16;
+    f_.router = hostBytes(d.router);
+    for (const auto *list : {&d.gate, &d.up, &d.down})
+      for (const WeightDesc &w : *list)
+        pointers_.push_back(hostBytes(w));
+    const size_t E = d.gate.size();
+    f_.gate = pointers_.data();
+    f_.up = f_.gate + E;
+    f_.down = f_.up + E;
+    if (d.hasShared) {
+      f_.sharedGate = hostBytes(d.sharedGate);
+      f_.sharedUp = hostBytes(d.sharedUp);
+      f_.sharedDown = hostBytes(d.sharedDown);
+      f_.sharedExpertGate = hostBytes(d.sharedExpertGate);
+    }
+    scratch_ = kernels::moeScratchFloats(planned) * sizeof(float);
+  }
+
+  uint64_t scratchBytes() const override { return scratch_; }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CpuQueue &q = cpu(queue);
+    float *scratch = reinterpret_cast<float *>(q.scratch());
+    if (quant_) {
+      rt::QuantMoeArgs a = q_;
+      a.shape.rows = l.rows;
+      a.x = x_;
+      a.xStride = xStride_;
+      a.y = y_;
+      a.yStride = yStride_;
+      rt::quantMoe(a, scratch, q.pool());
+      return Status::ok();
+    }
+    kernels::MoeArgs a = f_;
+    a.shape.rows = l.rows;
+    a.x = x_;
+    a.xStride = xStride_;
+    a.y = y_;
+    a.yStride = yStride_;
+    kernels::moe(a, scratch, q.pool());
+    return Status::ok();
+  }
+
+private:
+  bool quant_ = false;
+  rt::QuantMoeArgs q_;
+  std::vector<WeightRef> refs_; // the experts' gate, up, down
+  kernels::MoeArgs f_;
+  std::vector<const void *> pointers_;
+  float *x_;
+  int64_t xStride_;
+  float *y_;
+  int64_t yStride_;
+  uint64_t scratch_ = 0;
+};
+
+class DispatchKernel final : public Kernel {
+public:
+  DispatchKernel(CpuExecutable::Function fn, std::vector<void *> args)
+      : fn_(fn), args_(std::move(args)) {}
+
+  Status run(Queue &, const Launch &l) const override {
+    fn_(const_cast<void **>(args_.data()), l.rows, l.pos);
+    return Status::ok();
+  }
+
+private:
+  CpuExecutable::Function fn_;
+  std::vector<void *> args_;
+};
+
+class CopyRowKernel final : public Kernel {
+public:
+  explicit CopyRowKernel(const CopyRowDesc &d)
+      : src_(hostFloats(d.src)), dst_(hostFloats(d.dst)),
+        srcStride_(d.src.stride), width_(d.src.width) {}
+
+  Status run(Queue &, const Launch &l) const override {
+    if (width_ > 0)
+      std::memmove(dst_, src_ + (l.rows - 1) * srcStride_,
+                   width_ * sizeof(float));
+    return Status::ok();
+  }
+
+private:
+  float *src_, *dst_;
+  int64_t srcStride_, width_;
+};
+
+class AllReduceKernel final : public Kernel {
+public:
+  explicit AllReduceKernel(const AllReduceDesc &d)
+      : data_(hostFloats(d.out)), stride_(d.out.stride), width_(d.out.width),
+        scale_(d.scale), comm_(d.comm), stats_(d.stats) {
+    for (const Rows &in : d.inputs) {
+      if (in.buffer == d.out.buffer && in.offset == d.out.offset &&
+          in.stride == d.out.stride)
+        inPlace_ = true; // out already holds this input
+      else
+        inputs_.push_back({hostFloats(in), in.stride});
+    }
+    if (d.maxRows > 1 && stride_ != width_)
+      scratch_ = uint64_t(d.maxRows) * width_ * sizeof(float);
+  }
+
+  uint64_t scratchBytes() const override { return scratch_; }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t M = l.rows;
+    if (width_ > 0) {
+      // This rank's partials into out.
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        const bool first = i == 0 && !inPlace_;
+        for (int64_t r = 0; r < M; ++r) {
+          float *row = data_ + r * stride_;
+          const float *in = inputs_[i].data + r * inputs_[i].stride;
+          if (first)
+            std::memcpy(row, in, width_ * sizeof(float));
+          else
+            for (int64_t c = 0; c < width_; ++c)
+              row[c] += in[c];
+        }
+      }
+      if (inputs_.empty() && !inPlace_)
+        for (int64_t r = 0; r < M; ++r)
+          std::memset(data_ + r * stride_, 0, width_ * sizeof(float));
+      const bool dense = M == 1 || stride_ == width_;
+      if (comm_ && comm_->size() > 1) {
+        // One collective per call: a strided buffer is packed first.
+        float *data = data_;
+        if (!dense) {
+          data = reinterpret_cast<float *>(cpu(queue).scratch());
+          for (int64_t r = 0; r < M; ++r)
+            std::memcpy(data + r * width_, data_ + r * stride_,
+                        width_ * sizeof(float));
+        }
+        FM_RETURN_IF_ERROR(comm_->allReduceSum(data, M * width_));
+        if (!dense)
+          for (int64_t r = 0; r < M; ++r)
+            std::memcpy(data_ + r * stride_, data + r * width_,
+                        width_ * sizeof(float));
+      }
+      if (scale_ != 1.0f)
+        for (int64_t r = 0; r < M; ++r) {
+          float *row = data_ + r * stride_;
+          for (int64_t c = 0; c < width_; ++c)
+            row[c] *= scale_;
+        }
+    }
+    if (stats_) {
+      stats_->allReduces += 1;
+      stats_->ms += std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    }
+    return Status::ok();
+  }
+
+private:
+  struct Input {
+    const float *data;
+    int64_t stride;
+  };
+  float *data_;
+  int64_t stride_, width_;
+  std::vector<Input> inputs_;
+  bool inPlace_ = false;
+  float scale_;
+  Communicator *comm_;
+  CollectiveStats *stats_;
+  uint64_t scratch_ = 0;
+};
+
+template <typename K, typename D>
+Expected<std::unique_ptr<Kernel>> make(const D &desc) {
+  return std::unique_ptr<Kernel>(new K(desc));
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Kernel>> CpuDevice::prepareEmbed(const EmbedDesc &d) {
+  return make<EmbedKernel>(d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CpuDevice::prepareMatmul(const MatmulDesc &d) {
+  return make<MatmulKernel>(d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CpuDevice::prepareAttention(const AttentionDesc &d) {
+  return make<AttentionKernel>(d);
+}
+
+Expected<std::unique_ptr<Kernel>> CpuDevice::prepareMoe(const MoeDesc &d) {
+  return make<MoeKernel>(d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CpuDevice::prepareDispatch(const DispatchDesc &d) {
+  const auto *exe = static_cast<const CpuExecutable *>(d.executable);
+  if (!exe || d.function >= exe->numFunctions())
+    return Status::error("cpu: dispatch of function " +
+                         std::to_string(d.function) +
+                         ", which the loaded executable does not have");
+  std::vector<void *> args;
+  args.reserve(d.args.size());
+  for (const DispatchArg &a : d.args) {
+    switch (a.kind) {
+    case DispatchArg::Kind::Buffer:
+      args.push_back(hostFloats(a.rows));
+      break;
+    case DispatchArg::Kind::Weight:
+      args.push_back(const_cast<uint8_t *>(hostBytes(a.weight)));
+      break;
+    case DispatchArg::Kind::Cache:
+      args.push_back(a.cache.buffer->host() + a.cache.offset);
+      break;
+    }
+  }
+  return std::unique_ptr<Kernel>(
+      new DispatchKernel(exe->function(d.function), std::move(args)));
+}
+
+Expected<std::unique_ptr<Kernel>>
+CpuDevice::prepareCopyRow(const CopyRowDesc &d) {
+  return make<CopyRowKernel>(d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CpuDevice::prepareAllReduce(const AllReduceDesc &d) {
+  return make<AllReduceKernel>(d);
+}
+
+} // namespace fm::hal

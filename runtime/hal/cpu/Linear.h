@@ -1,0 +1,69 @@
+// A weight as the matmul kernels take it (f32, f16 or a packed low-bit
+// format) and the one call that multiplies activations by any of them.
+#pragma once
+
+#include "kernels/matmul.h"
+#include "kernels/qformat.h"
+#include "kernels/qmatmul.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fm::rt {
+
+class ThreadPool;
+
+/// An nn.Linear weight (out × in) in the artifact's data section.
+struct WeightRef {
+  enum class Kind : uint8_t { F32, F16, Quant };
+  const void *data = nullptr;
+  Kind kind = Kind::F32;
+  /// Kind::Quant: the packed format (kernels/qformat.h).
+  kernels::QuantFormat format{8, 32, kernels::QuantGrid::Balanced};
+  /// Kind::Quant: how the activations meet the packed weights (the
+  /// session's SessionOptions::activations).
+  kernels::QActivations activations = kernels::QActivations::Int8x2;
+
+  /// Bytes of one row of K inputs.
+  size_t rowBytes(int64_t K) const {
+    switch (kind) {
+    case Kind::F32:
+      return static_cast<size_t>(K) * sizeof(float);
+    case Kind::F16:
+      return static_cast<size_t>(K) * sizeof(uint16_t);
+    case Kind::Quant:
+      return kernels::packedRowBytes(format, K);
+    }
+    return 0;
+  }
+
+  /// Whether rows of `other` can continue this weight's rows (one kernel
+  /// call over both when they are adjacent in memory).
+  bool sameLayout(const WeightRef &other) const {
+    return kind == other.kind &&
+           (kind != Kind::Quant || (format.bits == other.format.bits &&
+                                    format.group == other.format.group &&
+                                    format.grid == other.format.grid));
+  }
+};
+
+/// y[M][N] (+)= x[M][K] · wᵀ (dense rows) on the kernel for w's kind.
+inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
+                   int64_t N, float *y, bool accumulate, ThreadPool *pool) {
+  switch (w.kind) {
+  case WeightRef::Kind::F32:
+    kernels::matmulF32(x, M, K, static_cast<const float *>(w.data), N, y,
+                       accumulate, pool);
+    return;
+  case WeightRef::Kind::F16:
+    kernels::matmulF16W(x, M, K, static_cast<const uint16_t *>(w.data), N, y,
+                        accumulate, pool);
+    return;
+  case WeightRef::Kind::Quant:
+    kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format, N,
+                     y, accumulate, pool, w.activations);
+    return;
+  }
+}
+
+} // namespace fm::rt

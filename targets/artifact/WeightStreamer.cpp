@@ -1,0 +1,139 @@
+// The weight plan and stream (WeightStreamer.h). Quantized weights are packed
+// with the runtime's own quantizer, so the compiler and the kernels agree on
+// the format by construction.
+#include "targets/artifact/WeightStreamer.h"
+
+#include "dialects/fm/IR/FmOps.h"
+#include "kernels/quantize.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace fm::writer {
+namespace {
+
+std::optional<kernels::QuantFormat> formatOf(mlir::fm::ParamOp p) {
+  auto q = p.getQuantAttr();
+  if (!q)
+    return std::nullopt;
+  kernels::QuantFormat f;
+  f.bits = q.getBits();
+  f.group = q.getGroup();
+  f.grid = q.getGrid() == mlir::fm::QuantGrid::affine ? kernels::QuantGrid::Affine
+                                                      : kernels::QuantGrid::Balanced;
+  return f;
+}
+
+StoredWeight stored(mlir::fm::ParamOp p) {
+  auto t = cast<RankedTensorType>(p.getType());
+  StoredWeight w;
+  w.key = p.getKey().str();
+  w.shape.assign(t.getShape().begin(), t.getShape().end());
+  if (auto f = formatOf(p)) {
+    w.kind = StoredWeight::Kind::Quant;
+    w.format = *f;
+    w.bytes = uint64_t(t.getShape()[0]) * kernels::packedRowBytes(*f, t.getShape()[1]);
+  } else if (p.getStorageAttr() && p.getStorageAttr().getValue().isF16()) {
+    w.kind = StoredWeight::Kind::F16;
+    w.bytes = 2 * uint64_t(t.getNumElements());
+  } else {
+    w.bytes = 4 * uint64_t(t.getNumElements());
+  }
+  return w;
+}
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+WeightPlan planWeights(ModuleOp module) {
+  WeightPlan plan;
+  module.walk([&](Operation *op) {
+    for (Value v : op->getOperands()) {
+      auto p = v.getDefiningOp<mlir::fm::ParamOp>();
+      if (!p || plan.index.count(p.getKey()))
+        continue;
+      plan.index[p.getKey()] = uint32_t(plan.weights.size());
+      StoredWeight w = stored(p);
+      w.offset = plan.dataSize;
+      plan.dataSize = format::alignData(plan.dataSize + w.bytes);
+      plan.parameters += uint64_t(cast<RankedTensorType>(p.getType()).getNumElements());
+      plan.weights.push_back(std::move(w));
+    }
+  });
+  return plan;
+}
+
+llvm::Expected<StreamResult>
+streamWeights(const WeightPlan &plan, const import::WeightSource &source,
+              const std::function<llvm::Error(const void *, size_t)> &sink,
+              const std::function<void(llvm::StringRef)> &progress) {
+  StreamResult result;
+  format::Hasher hash;
+  std::vector<float> values;
+  std::vector<uint8_t> packed;
+  static const std::vector<uint8_t> zeros(format::kDataAlignment, 0);
+  uint64_t written = 0;
+  unsigned lastPct = 0;
+  for (size_t i = 0; i < plan.weights.size(); ++i) {
+    const StoredWeight &w = plan.weights[i];
+    const import::TensorInfo *t = source.lookup(w.key);
+    if (!t)
+      return error("weight '" + w.key + "' is not in " + source.description());
+    uint64_t elements = 1;
+    for (int64_t d : w.shape)
+      elements *= uint64_t(d);
+    if (t->numElements() != elements)
+      return error("weight '" + w.key + "' changed shape since import (" +
+                   import::formatShape(t->shape) + ", expected " +
+                   import::formatShape(w.shape) + ")");
+    import::readF32(source, *t, values);
+    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(values.data());
+    switch (w.kind) {
+    case StoredWeight::Kind::F32:
+      break;
+    case StoredWeight::Kind::F16:
+      packed.resize(2 * values.size());
+      for (size_t e = 0; e < values.size(); ++e) {
+        uint16_t h = kernels::floatToHalf(values[e]);
+        std::memcpy(packed.data() + 2 * e, &h, 2);
+      }
+      bytes = packed.data();
+      break;
+    case StoredWeight::Kind::Quant: {
+      const int64_t n = w.shape[0], k = w.shape[1];
+      packed.assign(w.bytes, 0);
+      kernels::QuantError err =
+          kernels::quantizeRows(values.data(), n, k, w.format, packed.data());
+      result.quantErrors.push_back({w.key, unsigned(w.format.bits),
+                                    err.relativeRms(), err.sqError, err.sqSum,
+                                    uint64_t(n) * uint64_t(k), w.bytes});
+      bytes = packed.data();
+      break;
+    }
+    }
+    const uint64_t end =
+        i + 1 < plan.weights.size() ? plan.weights[i + 1].offset : plan.dataSize;
+    const uint64_t padding = end - w.offset - w.bytes;
+    hash.update(bytes, w.bytes);
+    hash.update(zeros.data(), padding);
+    if (llvm::Error e = sink(bytes, w.bytes))
+      return std::move(e);
+    if (llvm::Error e = sink(zeros.data(), padding))
+      return std::move(e);
+    written += w.bytes + padding;
+    const unsigned pct = plan.dataSize ? unsigned(100 * written / plan.dataSize) : 100;
+    if (progress && plan.dataSize > (64u << 20) && pct / 10 != lastPct / 10)
+      progress(llvm::formatv("writing weights {0}%", pct).str());
+    lastPct = pct;
+  }
+  result.digest = hash.finish();
+  return result;
+}
+
+} // namespace fm::writer

@@ -1,0 +1,61 @@
+// The CPU target (CpuTarget.h) on the target interface: the runtime's CPU
+// device provides every micro-kernel; the groups go through GroupCodegen.
+#include "targets/cpu/CpuTarget.h"
+
+#include "targets/Target.h"
+#include "targets/cpu/GroupCodegen.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace fm::cpu {
+namespace {
+
+class CpuTarget final : public target::Target {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  llvm::StringRef description() const override {
+    return "native code through LLVM (ELF shared object, or a Mach-O object "
+           "for Apple)";
+  }
+  std::vector<target::TargetOption> options() const override {
+    return {{"cpu", "native (this machine), x86-64-v3 or aarch64-apple"}};
+  }
+  bool providesMicroKernel(llvm::StringRef op) const override {
+    return llvm::StringSwitch<bool>(op)
+        .Cases("fmk.embed", "fmk.matmul", "fmk.attention", "fmk.moe", true)
+        .Cases("fmk.take_last", "fmk.all_reduce", true)
+        .Default(false);
+  }
+  void buildKernelPipeline(mlir::OpPassManager &pm) const override {
+    addLlvmLoweringPasses(pm);
+  }
+  llvm::Expected<target::SerializedExecutable>
+  serializeExecutable(mlir::ModuleOp kernels, const target::TargetOptions &options,
+                      const std::function<void(llvm::StringRef)> &progress)
+      const override {
+    CpuOptions o;
+    if (auto it = options.find("cpu"); it != options.end())
+      o.cpu = it->second;
+    auto exe = compileGroups(kernels, o, progress);
+    if (!exe)
+      return exe.takeError();
+    target::SerializedExecutable out;
+    out.target = "cpu";
+    out.format = exe->format;
+    out.triple = exe->triple;
+    out.cpu = exe->cpu;
+    out.data = std::move(exe->image);
+    for (const std::string &f : exe->functions)
+      out.entries.push_back({f, {}, {}, {}});
+    out.summary = out.triple + ", cpu " + out.cpu + ", " + out.format;
+    return out;
+  }
+};
+
+} // namespace
+
+void registerCpuTarget() {
+  target::TargetRegistry::add(std::make_unique<CpuTarget>());
+}
+
+} // namespace fm::cpu
