@@ -1,5 +1,5 @@
 // Prefill as a real GEMM against packed low-bit weights: the weights are
-// repacked once (at compile time) into a GEMM layout (qgemm_layout.h), and
+// repacked once (when the CPU device loads them) into a GEMM layout (qgemm_layout.h), and
 // qgemm runs int8 micro-kernels over it: AMX-INT8 tiles where the CPU has
 // them, AVX-512 VNNI, AVX2, NEON (sdot, i8mm), or portable C++.
 #pragma once
@@ -28,11 +28,18 @@ size_t gemmPackedBytes(GemmLayout layout, QuantFormat f, int64_t N,
                        int64_t K);
 
 /// Repacks N rows of K inputs packed as qformat.h says (N *
-/// packedRowBytes(f, K) bytes at `packed`) into `layout`; what the
-/// compiler's artifact writer calls once per weight. Empty when
-/// gemmLayoutProblem is not "".
+/// packedRowBytes(f, K) bytes at `packed`) into `layout`, once per
+/// weight. Empty when gemmLayoutProblem is not "".
 std::vector<uint8_t> repackForGemm(GemmLayout layout, QuantFormat f,
                                    int64_t N, int64_t K, const uint8_t *packed);
+
+/// repackForGemm of panels [panelBegin, panelEnd) only (panels of 16 rows,
+/// panelGeometry in qgemm_layout.h), into `out` of gemmPackedBytes bytes:
+/// disjoint panel ranges can be repacked by different threads. Writes
+/// nothing when gemmLayoutProblem is not "".
+void repackForGemmPanels(GemmLayout layout, QuantFormat f, int64_t N,
+                         int64_t K, const uint8_t *packed, uint8_t *out,
+                         int64_t panelBegin, int64_t panelEnd);
 
 /// The GEMM kernel paths. Which ones this CPU runs: qgemmPathAvailable.
 enum class GemmPath : uint8_t {

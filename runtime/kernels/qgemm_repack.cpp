@@ -1,5 +1,6 @@
 // repackForGemm: qformat.h rows -> the Panel16 layout (qgemm_layout.h), and
-// the checks of what can be repacked. Runs at compile time, once per weight.
+// the checks of what can be repacked. Runs once per weight (the CPU device
+// repacks at load: hal/cpu/GemmWeights.h).
 #include "kernels/qgemm.h"
 
 #include <cstring>
@@ -50,20 +51,20 @@ size_t gemmPackedBytes(GemmLayout, QuantFormat f, int64_t N, int64_t K) {
   return static_cast<size_t>(g.panels * g.panelBytes);
 }
 
-std::vector<uint8_t> repackForGemm(GemmLayout layout, QuantFormat f,
-                                   int64_t N, int64_t K,
-                                   const uint8_t *packed) {
+void repackForGemmPanels(GemmLayout layout, QuantFormat f, int64_t N,
+                         int64_t K, const uint8_t *packed, uint8_t *out,
+                         int64_t panelBegin, int64_t panelEnd) {
   if (!gemmLayoutProblem(layout, f, N, K).empty())
-    return {};
+    return;
   const PanelGeometry g = panelGeometry(f, N, K);
-  std::vector<uint8_t> out(static_cast<size_t>(g.panels * g.panelBytes), 0);
   const size_t rowBytes = packedRowBytes(f, K);
   const int64_t groups = quantGroups(f, K);
   const int V = 2 * f.bits;
   const bool affine = f.grid == QuantGrid::Affine;
   uint8_t q[kPanelRows][kPanelBlockInputs];
-  for (int64_t p = 0; p < g.panels; ++p) {
-    uint8_t *panel = out.data() + p * g.panelBytes;
+  for (int64_t p = panelBegin; p < panelEnd && p < g.panels; ++p) {
+    uint8_t *panel = out + p * g.panelBytes;
+    std::memset(panel, 0, static_cast<size_t>(g.panelBytes));
     const int rows =
         static_cast<int>(N - p * kPanelRows < kPanelRows ? N - p * kPanelRows
                                                          : kPanelRows);
@@ -96,6 +97,16 @@ std::vector<uint8_t> repackForGemm(GemmLayout layout, QuantFormat f,
       }
     }
   }
+}
+
+std::vector<uint8_t> repackForGemm(GemmLayout layout, QuantFormat f,
+                                   int64_t N, int64_t K,
+                                   const uint8_t *packed) {
+  if (!gemmLayoutProblem(layout, f, N, K).empty())
+    return {};
+  const PanelGeometry g = panelGeometry(f, N, K);
+  std::vector<uint8_t> out(static_cast<size_t>(g.panels * g.panelBytes));
+  repackForGemmPanels(layout, f, N, K, packed, out.data(), 0, g.panels);
   return out;
 }
 
