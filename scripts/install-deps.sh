@@ -15,6 +15,7 @@ PACKAGES=(
   g++-aarch64-linux-gnu qemu-user-static
   rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
   unicode-data python3-jinja2 nodejs
+  libdnnl-dev
 )
 
 missing=()

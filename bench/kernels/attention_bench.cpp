@@ -1,6 +1,7 @@
 // Attention benchmarks: decode (one query row over a long cache, GB/s of
 // K and V read) and prefill, f32 and int8 caches, 1 and 2 threads.
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "base/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -19,8 +21,9 @@ fm::rt::ThreadPool *poolOf(int threads) {
   return pools[threads].get();
 }
 
-// Args: S, pos0, int8, threads, path (KernelIsa; -1 = dispatched). 32 query
-// heads over 8 KV heads of 128.
+// Args: S, pos0, int8, threads, path (KernelIsa; -1 = dispatched), blocked
+// (1: attentionBlocked, the flash-style prefill). 32 query heads over 8 KV
+// heads of 128.
 void BM_Attention(benchmark::State &state) {
   const int64_t S = state.range(0), pos0 = state.range(1);
   const bool int8 = state.range(2) != 0;
@@ -68,8 +71,12 @@ void BM_Attention(benchmark::State &state) {
   args.vScale = 0.01f;
   args.out = out.data();
   fm::rt::ThreadPool *pool = poolOf(threads);
+  const bool blocked = state.range(5) != 0;
   for (auto _ : state) {
-    fm::kernels::attentionOn(isa, args, pool);
+    if (blocked)
+      fm::kernels::attentionBlockedOn(isa, args, pool);
+    else
+      fm::kernels::attentionOn(isa, args, pool);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -77,16 +84,19 @@ void BM_Attention(benchmark::State &state) {
   state.counters["GB"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * cacheBytes / 1e9,
       benchmark::Counter::kIsRate);
-  state.SetLabel(fm::kernels::kernelIsaName(isa));
+  state.SetLabel(std::string(fm::kernels::kernelIsaName(isa)) +
+                 (blocked ? " blocked" : ""));
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgNames({"S", "pos0", "int8", "threads", "path"})
-    ->ArgsProduct({{1}, {4096}, {0, 1}, {1, 2}, {-1}})
-    ->ArgsProduct({{128}, {0}, {0, 1}, {1, 2}, {-1}})
+    ->ArgNames({"S", "pos0", "int8", "threads", "path", "blocked"})
+    ->ArgsProduct({{1}, {4096}, {0, 1}, {1, 2}, {-1}, {0}})
+    ->ArgsProduct({{128}, {0}, {0, 1}, {1, 2}, {-1}, {0}})
     // Each path on one thread, to show what the ISA-specific builds buy.
-    ->ArgsProduct({{1}, {4096}, {0, 1}, {1}, {0, 1, 2}})
-    ->ArgsProduct({{128}, {0}, {0, 1}, {1}, {0, 1, 2}})
+    ->ArgsProduct({{1}, {4096}, {0, 1}, {1}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{128}, {0}, {0, 1}, {1}, {0, 1, 2}, {0}})
+    // Long prompts: per-row against blocked, side by side.
+    ->ArgsProduct({{512, 2048}, {0}, {0, 1}, {1, 2}, {-1}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -21,7 +21,9 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
   target_sources(fm_kernels PRIVATE
     ${_fm_quant_dir}/qmatmul_avx2.cpp
     ${_fm_quant_dir}/qmatmul_avx512.cpp
-    ${_fm_quant_dir}/qmatmul_avx512_f32.cpp)
+    ${_fm_quant_dir}/qmatmul_avx512_f32.cpp
+    ${_fm_quant_dir}/quantize_avx2.cpp
+    ${_fm_quant_dir}/quantize_avx512.cpp)
   # Source properties are per directory: set them on the directory that
   # owns fm_kernels, whichever file includes this one.
   get_target_property(_fm_kernels_dir fm_kernels SOURCE_DIR)
@@ -35,8 +37,33 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
   set_source_files_properties(${_fm_quant_dir}/qmatmul_avx512_f32.cpp
     DIRECTORY ${_fm_kernels_dir}
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mf16c;-mfma")
+  # The quantizer's search must round like the generic build (no FMA
+  # contraction), so that the packed bytes do not depend on the machine.
+  set_source_files_properties(${_fm_quant_dir}/quantize_avx2.cpp
+    DIRECTORY ${_fm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS "-mavx2;-mf16c;-ffp-contract=off")
+  set_source_files_properties(${_fm_quant_dir}/quantize_avx512.cpp
+    DIRECTORY ${_fm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mf16c;-mprefer-vector-width=512;-ffp-contract=off")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
   target_sources(fm_kernels PRIVATE ${_fm_quant_dir}/qmatmul_neon.cpp)
+endif()
+
+get_target_property(_fm_kernels_dir fm_kernels SOURCE_DIR)
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set_source_files_properties(${_fm_quant_dir}/quantize.cpp
+    DIRECTORY ${_fm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+endif()
+
+# The previous quantizer, for tests and benchmarks only (quantize_reference.h).
+add_library(fm_quantize_reference STATIC ${_fm_quant_dir}/quantize_reference.cpp)
+target_link_libraries(fm_quantize_reference PUBLIC fm_kernels)
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  # As fm_kernels built it (the baseline x86-64 build had no FMA to contract).
+  target_compile_options(fm_quantize_reference PRIVATE
+    -O3 -fno-trapping-math -ffp-contract=off)
 endif()
 
 if(FM_BUILD_TESTS)
@@ -44,12 +71,16 @@ if(FM_BUILD_TESTS)
   add_executable(fm_qkernels_test
     ${_fm_quant_dir}/quantize_test.cpp
     ${_fm_quant_dir}/qmatmul_test.cpp)
-  target_link_libraries(fm_qkernels_test PRIVATE fm_kernels GTest::gtest_main)
+  target_link_libraries(fm_qkernels_test PRIVATE fm_kernels fm_quantize_reference
+    GTest::gtest_main)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(fm_qkernels_test PRIVATE -O2 -Wall -Wextra)
   endif()
   add_test(NAME runtime.qkernels COMMAND fm_qkernels_test)
 endif()
+
+# The prefill GEMM over repacked weights.
+include(${_fm_quant_dir}/qgemm.cmake)
 
 unset(_fm_quant_dir)
 unset(_fm_kernels_dir)

@@ -1,8 +1,13 @@
 // Weight packing for qformat.h: a per-group search for the f16 scale (and
-// minimum) with the least squared error, then bit packing.
+// minimum) with the least squared error, then bit packing. The search
+// prices its candidate scales in vector batches (quantize_search.h) on the
+// widest instruction set the CPU has; the result is the same on all.
 #include "kernels/quantize.h"
 
+#include "kernels/isa.h"
 #include "kernels/matmul.h" // halfToFloat
+#include "kernels/quantize_search.h"
+#include "kernels/quantize_search_impl.h"
 
 #include <algorithm>
 #include <cassert>
@@ -14,6 +19,10 @@
 namespace fm::kernels {
 namespace {
 
+using qsearch::Group;
+using qsearch::kMaxBatch;
+using qsearch::SearchIsa;
+
 constexpr float kHalfMax = 65504.0f;
 // Clipping factors searched: 1.0 down to 0.5 in this many steps.
 constexpr int kClipSteps = 32;
@@ -21,9 +30,24 @@ constexpr int kClipSteps = 32;
 constexpr int kRefits = 3;
 // quantizeRows uses one thread per this many weights, up to the core count.
 constexpr int64_t kWeightsPerThread = int64_t(1) << 20;
+// Candidates of the first pass: the clip steps, then (balanced, bits <= 4)
+// the 7 levels of 4 bits, or (affine) the plain min/max grid and the
+// zero-scale start.
+constexpr int kMaxCandidates = kClipSteps + 1 + 8;
 
-float toHalfAndBack(float v) {
-  return halfToFloat(floatToHalf(std::min(std::max(v, -kHalfMax), kHalfMax)));
+struct GenericTag {
+  static constexpr bool kX86 = false;
+  static constexpr bool kWide = false;
+  static void toHalfAndBack(float *v, int count) {
+    for (int i = 0; i < count; ++i)
+      v[i] = halfToFloat(
+          floatToHalf(std::min(std::max(v[i], -kHalfMax), kHalfMax)));
+  }
+};
+
+float toHalfAndBack(const SearchIsa &isa, float v) {
+  isa.toHalfAndBack(&v, 1);
+  return v;
 }
 
 // The next f16 value above or below a positive f16 value h (by bits).
@@ -36,116 +60,100 @@ float halfNeighbour(float h, int steps) {
 
 // The quant of w for scale s (1/s = inv) and offset: rounded, clamped.
 // Clamping before rounding lets the rounding be a truncation of a
-// non-negative value, which vectorizes without SSE4.1.
+// non-negative value.
 inline float quantOf(float w, float inv, float offset, float qmax) {
   float v = std::fmin(std::fmax(w * inv + offset, 0.0f), qmax);
   return static_cast<float>(static_cast<int>(v + 0.5f));
 }
 
-struct Group {
-  const float *w;
-  int n;
-  float qmax;   // 2^bits - 1
-  float center; // balanced offset (2^bits - 1) / 2
-  float sqSum;  // sum of w^2
+// The errors of (scale, minimum) pairs priced so far in a group's refit
+// rounds (at most 1 + 3 * 5).
+struct PricedScales {
+  float s[16], m[16], err[16];
+  int n = 0;
+  void add(float sv, float e, float mv = 0.0f) {
+    if (n < 16) {
+      s[n] = sv;
+      m[n] = mv;
+      err[n++] = e;
+    }
+  }
+  bool find(float sv, float mv, float *e) const {
+    for (int i = 0; i < n; ++i)
+      if (s[i] == sv && m[i] == mv) {
+        *e = err[i];
+        return true;
+      }
+    return false;
+  }
 };
 
-// Sums are kept in kLanes partial sums (group sizes are multiples of 32),
-// so that the loops vectorize without reassociation flags.
-constexpr int kLanes = 8;
-
-float laneSum(const float (&acc)[kLanes]) {
-  float s = 0.0f;
-  for (int l = 0; l < kLanes; ++l)
-    s += acc[l];
-  return s;
-}
-
-// Balanced: value = (q - c) * s. Squared error for an f16 scale s.
-float balancedError(const Group &g, float s) {
-  if (!(s > 0.0f))
-    return g.sqSum;
-  const float inv = 1.0f / s;
-  float acc[kLanes] = {};
-  for (int k = 0; k < g.n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      float q = quantOf(g.w[k + l], inv, g.center, g.qmax);
-      float d = g.w[k + l] - (q - g.center) * s;
-      acc[l] += d * d;
-    }
-  return laneSum(acc);
-}
-
-// The least-squares scale for the quants that scale s assigns.
-float balancedRefit(const Group &g, float s) {
-  const float inv = 1.0f / s;
-  float num[kLanes] = {}, den[kLanes] = {};
-  for (int k = 0; k < g.n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      float lv = quantOf(g.w[k + l], inv, g.center, g.qmax) - g.center;
-      num[l] += g.w[k + l] * lv;
-      den[l] += lv * lv;
-    }
-  const float d = laneSum(den);
-  return d > 0.0f ? laneSum(num) / d : s;
-}
-
-// Returns the chosen f16 scale (as a float) and its error.
-std::pair<float, float> searchBalanced(const Group &g, int bits) {
-  float amax = 0.0f;
-  for (int k = 0; k < g.n; ++k)
-    amax = std::max(amax, std::fabs(g.w[k]));
+// Balanced: the chosen f16 scale (0 for an all-zero group). Candidates and
+// tie-breaks are those of searchBalanced in quantize_reference.cpp: the
+// first candidate with the strictly least error wins.
+float searchBalanced(const SearchIsa &isa, const Group &g, float amax,
+                     int bits) {
   if (amax == 0.0f)
-    return {0.0f, 0.0f};
+    return 0.0f;
   float bestS = 0.0f, bestErr = g.sqSum;
-  auto tryScale = [&](float s) {
-    s = toHalfAndBack(s);
-    float err = balancedError(g, s);
-    if (err < bestErr) {
-      bestErr = err;
-      bestS = s;
-    }
-  };
-  for (int i = 0; i <= kClipSteps; ++i)
-    tryScale((1.0f - 0.5f * i / kClipSteps) * amax / g.center);
+  float cand[kMaxCandidates], err[kMaxCandidates];
+  for (int i = 0; i <= kClipSteps; ++i) // vectorized: no n++ in the loop
+    cand[i] = (1.0f - 0.5f * i / kClipSteps) * amax / g.center;
+  int n = kClipSteps + 1;
   // max|w| exactly on each level: reproduces weights that lie on the grid
   // with an f16 scale, whichever level their largest magnitude uses.
   if (bits <= 4)
     for (float level = 0.5f; level < g.center; level += 1.0f)
-      tryScale(amax / level);
+      cand[n++] = amax / level;
+  isa.toHalfAndBack(cand, n);
+  for (int i = 0; i < n; i += kMaxBatch)
+    isa.balancedErrors(g, cand + i, std::min(kMaxBatch, n - i), err + i);
+  for (int i = 0; i < n; ++i)
+    if (err[i] < bestErr) {
+      bestErr = err[i];
+      bestS = cand[i];
+    }
+  // Refit rounds often price a scale again (the last best, a neighbour of
+  // the previous one): errors are a function of the scale alone, so the
+  // ones already known are looked up.
+  PricedScales priced;
+  priced.add(bestS, bestErr);
   for (int r = 0; r < kRefits && bestErr > 0.0f; ++r) {
-    float before = bestErr, s = bestS;
+    const float before = bestErr, s = bestS;
     if (s > 0.0f) {
-      tryScale(balancedRefit(g, s));
-      for (int step : {-2, -1, 1, 2})
-        tryScale(halfNeighbour(s, step));
+      float c[5] = {isa.balancedRefit(g, s), halfNeighbour(s, -2),
+                    halfNeighbour(s, -1), halfNeighbour(s, 1),
+                    halfNeighbour(s, 2)};
+      isa.toHalfAndBack(c, 5);
+      float e[5], todo[5];
+      int slot[5], n = 0;
+      for (int i = 0; i < 5; ++i)
+        if (!priced.find(c[i], 0.0f, &e[i])) {
+          slot[n] = i;
+          todo[n++] = c[i];
+        }
+      if (n > 0) {
+        float te[5];
+        isa.balancedErrors(g, todo, n, te);
+        for (int i = 0; i < n; ++i) {
+          e[slot[i]] = te[i];
+          priced.add(todo[i], te[i]);
+        }
+      }
+      for (int i = 0; i < 5; ++i)
+        if (e[i] < bestErr) {
+          bestErr = e[i];
+          bestS = c[i];
+        }
     }
     if (!(bestErr < before))
       break;
   }
-  return {bestS, bestErr};
+  return bestS;
 }
 
-// Affine: value = q * s + m.
-float affineError(const Group &g, float s, float m) {
-  float acc[kLanes] = {};
-  if (!(s > 0.0f)) {
-    for (int k = 0; k < g.n; k += kLanes)
-      for (int l = 0; l < kLanes; ++l)
-        acc[l] += (g.w[k + l] - m) * (g.w[k + l] - m);
-    return laneSum(acc);
-  }
-  const float inv = 1.0f / s;
-  for (int k = 0; k < g.n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      float q = quantOf(g.w[k + l] - m, inv, 0.0f, g.qmax);
-      float d = g.w[k + l] - (q * s + m);
-      acc[l] += d * d;
-    }
-  return laneSum(acc);
-}
-
-// The least-squares (s, m) for the quants that (s, m) assign.
+// The least-squares (s, m) for the quants that (s, m) assign (double sums in
+// k order, as the reference).
 std::pair<float, float> affineRefit(const Group &g, float s, float m) {
   float inv = 1.0f / s;
   double sq = 0, sq2 = 0, sw = 0, sqw = 0;
@@ -170,37 +178,69 @@ struct Affine {
   float s, m, err;
 };
 
-Affine searchAffine(const Group &g) {
-  float lo = g.w[0], hi = g.w[0];
-  for (int k = 1; k < g.n; ++k) {
-    lo = std::min(lo, g.w[k]);
-    hi = std::max(hi, g.w[k]);
+// Affine: searchAffine of quantize_reference.cpp, batched.
+Affine searchAffine(const SearchIsa &isa, const Group &g, float lo, float hi) {
+  float cs[kMaxCandidates], cm[kMaxCandidates], err[kMaxCandidates];
+  int n = 0;
+  // The start: scale 0, every weight at the minimum.
+  cs[n] = 0.0f;
+  cm[n++] = lo;
+  const float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo);
+  if (hi != lo) {
+    for (int i = 0; i <= kClipSteps; ++i) {
+      float a = 1.0f - 0.5f * i / kClipSteps;
+      cs[n] = 2.0f * a * half / g.qmax;
+      cm[n++] = mid - a * half;
+    }
+    cs[n] = (hi - lo) / g.qmax; // the plain min/max grid
+    cm[n++] = lo;
   }
-  Affine best{0.0f, toHalfAndBack(lo), 0.0f};
-  best.err = affineError(g, 0.0f, best.m);
+  isa.toHalfAndBack(cs, n);
+  isa.toHalfAndBack(cm, n);
+  for (int i = 0; i < n; i += kMaxBatch)
+    isa.affineErrors(g, cs + i, cm + i, std::min(kMaxBatch, n - i), err + i);
+  Affine best{cs[0], cm[0], err[0]};
   if (hi == lo)
     return best;
-  auto tryPair = [&](float s, float m) {
-    s = toHalfAndBack(s);
-    m = toHalfAndBack(m);
-    float err = affineError(g, s, m);
-    if (err < best.err)
-      best = {s, m, err};
-  };
-  float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo);
-  for (int i = 0; i <= kClipSteps; ++i) {
-    float a = 1.0f - 0.5f * i / kClipSteps;
-    tryPair(2.0f * a * half / g.qmax, mid - a * half);
-  }
-  tryPair((hi - lo) / g.qmax, lo); // the plain min/max grid
+  for (int i = 1; i < n; ++i)
+    if (err[i] < best.err)
+      best = {cs[i], cm[i], err[i]};
+  PricedScales priced;
+  priced.add(best.s, best.err, best.m);
   for (int r = 0; r < kRefits && best.err > 0.0f; ++r) {
-    float before = best.err;
+    const float before = best.err;
     if (best.s > 0.0f) {
-      auto [s, m] = affineRefit(g, best.s, best.m);
-      tryPair(s, m);
-      float bs = best.s, bm = best.m;
-      for (int step : {-1, 1})
-        tryPair(halfNeighbour(bs, step), bm);
+      // The reference tries the refit, then the f16 neighbours of whichever
+      // is best after it: both sets of neighbours go in one batch.
+      auto [rs, rm] = affineRefit(g, best.s, best.m);
+      rs = toHalfAndBack(isa, rs);
+      rm = toHalfAndBack(isa, rm);
+      float s5[5] = {rs, halfNeighbour(best.s, -1), halfNeighbour(best.s, 1),
+                     halfNeighbour(rs, -1), halfNeighbour(rs, 1)};
+      float m5[5] = {rm, best.m, best.m, rm, rm};
+      float e5[5], ts[5], tm[5], te[5];
+      int slot[5], n = 0;
+      for (int i = 0; i < 5; ++i)
+        if (!priced.find(s5[i], m5[i], &e5[i])) {
+          slot[n] = i;
+          ts[n] = s5[i];
+          tm[n++] = m5[i];
+        }
+      if (n > 0) {
+        isa.affineErrors(g, ts, tm, n, te);
+        for (int i = 0; i < n; ++i) {
+          e5[slot[i]] = te[i];
+          priced.add(ts[i], te[i], tm[i]);
+        }
+      }
+      int first = 1;
+      if (e5[0] < best.err) {
+        best = {rs, rm, e5[0]};
+        first = 3;
+      }
+      for (int i = first; i < first + 2; ++i)
+        if (e5[i] < best.err)
+          best = {s5[i], m5[i], e5[i]};
     }
     if (!(best.err < before))
       break;
@@ -208,7 +248,114 @@ Affine searchAffine(const Group &g) {
   return best;
 }
 
+// Packs rows [n0, n1); rowError[n - n0] gets each row's (error, sum of w^2).
+void quantizeRange(const SearchIsa &isa, const float *w, int64_t n0,
+                   int64_t n1, int64_t K, QuantFormat f, uint8_t *out,
+                   std::pair<double, double> *rowError) {
+  const size_t rowBytes = packedRowBytes(f, K);
+  const int64_t groups = quantGroups(f, K);
+  const int64_t U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
+  const int planes = 8 / f.bits;
+  const bool affine = f.grid == QuantGrid::Affine;
+  const float qmax = static_cast<float>((1 << f.bits) - 1);
+  const float center = balancedCenter(f.bits);
+  const int G = f.group;
+  std::vector<float> sqSums(static_cast<size_t>(groups));
+  std::vector<uint8_t> q(static_cast<size_t>(K));
+  for (int64_t n = n0; n < n1; ++n) {
+    const float *row = w + n * K;
+    uint8_t *packed = out + n * rowBytes;
+    uint8_t *scales = packed + quantBytes(f, K);
+    uint8_t *mins = scales + 2 * groups;
+    // Each group's sum of squares in k order, several groups side by side
+    // (independent chains, so they overlap).
+    std::fill(sqSums.begin(), sqSums.end(), 0.0f);
+    for (int64_t g0 = 0; g0 < groups; g0 += 8) {
+      const int64_t gn = std::min<int64_t>(8, groups - g0);
+      float acc[8] = {};
+      for (int k = 0; k < G; ++k)
+        for (int64_t j = 0; j < gn; ++j) {
+          const float v = row[(g0 + j) * G + k];
+          acc[j] += v * v;
+        }
+      for (int64_t j = 0; j < gn; ++j)
+        sqSums[g0 + j] = acc[j];
+    }
+    double rowErr = 0.0, rowSq = 0.0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const float *wg = row + g * G;
+      const Group grp{wg, G, qmax, center, sqSums[g]};
+      float s, m = 0.0f;
+      if (affine) {
+        // std::min / std::max in 8 lanes, then across them: the same
+        // result as one pass (a NaN in wg[0] sticks, later ones are
+        // skipped), but vectorized.
+        float lo8[8], hi8[8];
+        for (int l = 0; l < 8; ++l)
+          lo8[l] = hi8[l] = wg[0];
+        for (int k = 0; k < G; k += 8)
+          for (int l = 0; l < 8; ++l) {
+            lo8[l] = std::min(lo8[l], wg[k + l]);
+            hi8[l] = std::max(hi8[l], wg[k + l]);
+          }
+        float lo = lo8[0], hi = hi8[0];
+        for (int l = 1; l < 8; ++l) {
+          lo = std::min(lo, lo8[l]);
+          hi = std::max(hi, hi8[l]);
+        }
+        const Affine a = searchAffine(isa, grp, lo, hi);
+        s = a.s;
+        m = a.m;
+      } else {
+        float amax8[8] = {}; // as lo8/hi8 above: NaNs are skipped
+        for (int k = 0; k < G; k += 8)
+          for (int l = 0; l < 8; ++l)
+            amax8[l] = std::max(amax8[l], std::fabs(wg[k + l]));
+        float amax = 0.0f;
+        for (float a : amax8)
+          amax = std::max(amax, a);
+        s = searchBalanced(isa, grp, amax, f.bits);
+      }
+      // Quants, and the exact error, for the chosen f16 values.
+      double err, sq;
+      isa.finish(grp, affine, s, m, q.data() + g * G, &err, &sq);
+      rowErr += err;
+      rowSq += sq;
+      const uint16_t sh = floatToHalf(s), mh = floatToHalf(m);
+      std::memcpy(scales + 2 * g, &sh, 2);
+      if (affine)
+        std::memcpy(mins + 2 * g, &mh, 2);
+    }
+    // Unit u's byte b holds, in plane j, input u * U + j * unitBytes + b.
+    for (int64_t u = 0; u < K / U; ++u) {
+      const uint8_t *qu = q.data() + u * U;
+      uint8_t *pu = packed + u * unitBytes;
+      std::memcpy(pu, qu, static_cast<size_t>(unitBytes)); // plane 0
+      for (int j = 1; j < planes; ++j)
+        for (int64_t b = 0; b < unitBytes; ++b)
+          pu[b] = static_cast<uint8_t>(pu[b] | (qu[j * unitBytes + b] << (f.bits * j)));
+    }
+    rowError[n - n0] = {rowErr, rowSq};
+  }
+}
+
+const SearchIsa &bestSearchIsa() {
+  static const SearchIsa *isa = [] {
+#if defined(FM_KERNELS_X86)
+    if (kernelIsaAvailable(KernelIsa::Avx512))
+      return &qsearch::kSearchAvx512;
+    if (kernelIsaAvailable(KernelIsa::Avx2))
+      return &qsearch::kSearchAvx2;
+#endif
+    return &qsearch::kSearchGeneric;
+  }();
+  return *isa;
+}
+
 } // namespace
+
+const qsearch::SearchIsa qsearch::kSearchGeneric =
+    qsearch::Search<GenericTag>::kTable;
 
 uint16_t floatToHalf(float value) {
   uint32_t x;
@@ -239,81 +386,9 @@ uint16_t floatToHalf(float value) {
   return static_cast<uint16_t>(sign | h);
 }
 
-namespace {
-
-// Packs rows [n0, n1); rowError[n - n0] gets each row's (error, sum of w^2).
-void quantizeRange(const float *w, int64_t n0, int64_t n1, int64_t K,
-                   QuantFormat f, uint8_t *out,
-                   std::pair<double, double> *rowError) {
-  const size_t rowBytes = packedRowBytes(f, K);
-  const int64_t groups = quantGroups(f, K);
-  const int64_t U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
-  const bool affine = f.grid == QuantGrid::Affine;
-  std::vector<uint8_t> q(static_cast<size_t>(f.group));
-  for (int64_t n = n0; n < n1; ++n) {
-    const float *row = w + n * K;
-    uint8_t *packed = out + n * rowBytes;
-    std::memset(packed, 0, rowBytes);
-    uint8_t *scales = packed + quantBytes(f, K);
-    uint8_t *mins = scales + 2 * groups;
-    double rowErr = 0.0, rowSq = 0.0;
-    for (int64_t g = 0; g < groups; ++g) {
-      Group grp{row + g * f.group, f.group,
-                static_cast<float>((1 << f.bits) - 1), balancedCenter(f.bits),
-                0.0f};
-      for (int k = 0; k < grp.n; ++k)
-        grp.sqSum += grp.w[k] * grp.w[k];
-      float s, m = 0.0f;
-      if (affine) {
-        Affine a = searchAffine(grp);
-        s = a.s;
-        m = a.m;
-      } else {
-        s = searchBalanced(grp, f.bits).first;
-      }
-      // Quants, and the exact error, for the chosen f16 values.
-      double err = 0.0, sq = 0.0;
-      float inv = s > 0.0f ? 1.0f / s : 0.0f;
-      for (int k = 0; k < grp.n; ++k) {
-        float wk = grp.w[k], value;
-        int qk;
-        if (affine) {
-          qk = s > 0.0f ? static_cast<int>(quantOf(wk - m, inv, 0.0f, grp.qmax))
-                        : 0;
-          value = qk * s + m;
-        } else {
-          qk = s > 0.0f
-                   ? static_cast<int>(quantOf(wk, inv, grp.center, grp.qmax))
-                   : (1 << f.bits) / 2;
-          value = (qk - grp.center) * s;
-        }
-        q[k] = static_cast<uint8_t>(qk);
-        err += (double(wk) - value) * (double(wk) - value);
-        sq += double(wk) * wk;
-      }
-      rowErr += err;
-      rowSq += sq;
-      uint16_t sh = floatToHalf(s), mh = floatToHalf(m);
-      std::memcpy(scales + 2 * g, &sh, 2);
-      if (affine)
-        std::memcpy(mins + 2 * g, &mh, 2);
-      // Pack the group's units (U divides the group).
-      for (int64_t i = 0; i < f.group; ++i) {
-        int64_t k = g * f.group + i;
-        int64_t u = k / U, r = k % U;
-        int64_t j = r / unitBytes, byte = r % unitBytes;
-        packed[u * unitBytes + byte] |=
-            static_cast<uint8_t>(q[i] << (f.bits * j));
-      }
-    }
-    rowError[n - n0] = {rowErr, rowSq};
-  }
-}
-
-} // namespace
-
-QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
-                        uint8_t *out) {
+QuantError qsearch::quantizeRowsWith(const SearchIsa &isa, const float *w,
+                                     int64_t N, int64_t K, QuantFormat f,
+                                     uint8_t *out) {
   assert(isValidQuantFormat(f) && "invalid quant format");
   assert(K % f.group == 0 && "K must be a multiple of the group");
   std::vector<std::pair<double, double>> rowError(static_cast<size_t>(N));
@@ -325,12 +400,12 @@ QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
   threads =
       static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(N, 1)));
   if (threads <= 1) {
-    quantizeRange(w, 0, N, K, f, out, rowError.data());
+    quantizeRange(isa, w, 0, N, K, f, out, rowError.data());
   } else {
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       const int64_t n0 = N * t / threads, n1 = N * (t + 1) / threads;
-      workers.emplace_back(quantizeRange, w, n0, n1, K, f, out,
+      workers.emplace_back(quantizeRange, std::cref(isa), w, n0, n1, K, f, out,
                            rowError.data() + n0);
     }
     for (std::thread &t : workers)
@@ -342,6 +417,11 @@ QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
     total.sqSum += sq;
   }
   return total;
+}
+
+QuantError quantizeRows(const float *w, int64_t N, int64_t K, QuantFormat f,
+                        uint8_t *out) {
+  return qsearch::quantizeRowsWith(bestSearchIsa(), w, N, K, f, out);
 }
 
 void dequantizeRow(const uint8_t *row, QuantFormat f, int64_t K, float *out) {

@@ -1,8 +1,11 @@
 // Checks the packed formats bit by bit against qformat.h's documentation,
 // the f16 rounding, exact round trips of quantization-aware-trained weights,
 // and the error of quantizing random normal weights.
+#include "kernels/isa.h"
 #include "kernels/qmatmul_problem.h"
 #include "kernels/quantize.h"
+#include "kernels/quantize_reference.h"
+#include "kernels/quantize_search.h"
 
 #include <gtest/gtest.h>
 
@@ -242,6 +245,88 @@ TEST(Quantize, RandomNormalErrors) {
     EXPECT_LT(rel, bound) << formatName(f);
     EXPECT_GT(rel, bound / 20) << formatName(f); // not suspiciously exact
   }
+}
+
+// Weights that stress the search: groups at scales from f16-subnormal to
+// near the f16 maximum, zero and constant groups, outliers, QAT grids, a NaN.
+std::vector<float> awkwardWeights(QuantFormat f, int64_t N, int64_t K,
+                                  uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(N * K);
+  const float scales[] = {1e-7f, 3e-5f, 0.02f, 1.0f, 900.0f, 60000.0f};
+  for (int64_t g = 0; g < N * K / f.group; ++g) {
+    float *wg = w.data() + g * f.group;
+    const int kind = static_cast<int>(rng() % 8);
+    const float scale = scales[rng() % 6];
+    for (int k = 0; k < f.group; ++k) {
+      float v = scale * normal(rng);
+      if (kind == 0)
+        v = 0.0f;
+      else if (kind == 1)
+        v = scale;
+      else if (kind == 2 && k == 5)
+        v *= 40.0f;
+      else if (kind == 3) // on the balanced grid, step 2^-8
+        v = (static_cast<int>(rng() % (1u << f.bits)) -
+             ((1 << f.bits) - 1) * 0.5f) * 0x1p-8f;
+      else if (kind == 4)
+        v += 3.0f * scale; // affine offset
+      wg[k] = v;
+    }
+  }
+  w[K + 7] = NAN;
+  return w;
+}
+
+// The batched search packs exactly the bytes of the one-candidate-at-a-time
+// search it replaced (quantize_reference.cpp), on every path this CPU runs,
+// and reports the same error up to the summation order of the error sums.
+TEST(Quantize, EveryPathPacksTheReferenceBytes) {
+  struct Path {
+    const char *name;
+    const qsearch::SearchIsa *isa;
+  };
+  std::vector<Path> paths = {{"generic", &qsearch::kSearchGeneric}};
+#if defined(__x86_64__) && defined(__GNUC__) // as quant.cmake builds them
+  if (kernelIsaAvailable(KernelIsa::Avx2))
+    paths.push_back({"avx2", &qsearch::kSearchAvx2});
+  if (kernelIsaAvailable(KernelIsa::Avx512))
+    paths.push_back({"avx512", &qsearch::kSearchAvx512});
+#endif
+  for (const Path &p : paths)
+    std::printf("  checking %s\n", p.name);
+  uint32_t seed = 40;
+  for (QuantFormat f : allQuantFormats())
+    for (bool awkward : {false, true}) {
+      const int64_t N = 24, K = 6 * f.group;
+      std::vector<float> w = awkward ? awkwardWeights(f, N, K, seed++)
+                                     : std::vector<float>(N * K);
+      if (!awkward) {
+        std::mt19937 rng(seed++);
+        std::normal_distribution<float> normal(0.0f, 0.02f);
+        for (float &v : w)
+          v = normal(rng);
+      }
+      const size_t bytes = N * packedRowBytes(f, K);
+      std::vector<uint8_t> ref(bytes), out(bytes);
+      const QuantError er =
+          reference::quantizeRowsReference(w.data(), N, K, f, ref.data());
+      for (const Path &p : paths) {
+        std::fill(out.begin(), out.end(), 0xa5);
+        const QuantError e =
+            qsearch::quantizeRowsWith(*p.isa, w.data(), N, K, f, out.data());
+        ASSERT_EQ(out, ref) << p.name << " " << formatName(f)
+                            << (awkward ? " awkward" : " normal");
+        if (!awkward) { // (the awkward rows hold a NaN)
+          EXPECT_NEAR(e.sqError, er.sqError, 1e-12 * er.sqError);
+          EXPECT_NEAR(e.sqSum, er.sqSum, 1e-12 * er.sqSum);
+        }
+      }
+      std::vector<uint8_t> best(bytes);
+      quantizeRows(w.data(), N, K, f, best.data());
+      ASSERT_EQ(best, ref) << "dispatched " << formatName(f);
+    }
 }
 
 } // namespace

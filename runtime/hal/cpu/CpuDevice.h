@@ -6,6 +6,7 @@
 #include "base/HostMemory.h"
 #include "base/ThreadPool.h"
 #include "hal/Device.h"
+#include "hal/cpu/GemmWeights.h"
 
 #include <memory>
 #include <string>
@@ -83,8 +84,13 @@ public:
   /// repacked GEMM layouts add names here).
   static constexpr const char *kRowMajorLayout = "row-major";
 
+  /// The Panel16 copies of this device's weights that its matmul kernels
+  /// for more than one row read (prefill as a GEMM).
+  GemmWeights &gemmWeights() { return gemmWeights_; }
+
 private:
   std::string name_ = "cpu";
+  GemmWeights gemmWeights_;
 };
 
 } // namespace fm::hal

@@ -7,6 +7,7 @@
 #include "hal/cpu/Linear.h"
 #include "hal/cpu/QuantMoe.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "kernels/matmul.h"
 #include "kernels/moe.h"
 #include "kernels/quantize.h"
@@ -40,6 +41,10 @@ WeightRef weightRef(const WeightDesc &w, kernels::QActivations act) {
 }
 
 CpuQueue &cpu(Queue &queue) { return static_cast<CpuQueue &>(queue); }
+
+// From this many rows a launch's attention runs by query blocks
+// (attentionBlocked): each K/V block is read once per block of rows.
+constexpr int64_t kBlockedAttentionRows = 16;
 
 // Dense scratch regions are 64-byte aligned.
 uint64_t alignUp(uint64_t bytes) { return (bytes + 63) & ~uint64_t(63); }
@@ -85,7 +90,7 @@ private:
 
 class MatmulKernel final : public Kernel {
 public:
-  explicit MatmulKernel(const MatmulDesc &d)
+  MatmulKernel(const MatmulDesc &d, GemmWeights &gemm)
       : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
         yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate) {
     // Weights that lie back to back in one layout (the parts of a fused
@@ -106,6 +111,16 @@ public:
       col += rows;
       prev = &w;
     }
+    // Launches of several rows (prefill) multiply packed weights as a GEMM
+    // over their Panel16 copy, made when the first kernel asks for it.
+    if (d.maxRows > 1 && d.activations != kernels::QActivations::F32)
+      for (Group &g : groups_)
+        if (g.w.kind == WeightRef::Kind::Quant)
+          if (auto copy = gemm.panel16(static_cast<const uint8_t *>(g.w.data),
+                                       g.w.format, g.rows, k_)) {
+            g.w.gemm = copy->data();
+            gemmCopies_.push_back(std::move(copy));
+          }
     // A strided x is gathered into dense rows first; a group narrower than
     // y's rows goes through dense scratch.
     if (d.maxRows > 1 && xStride_ != k_)
@@ -155,6 +170,7 @@ private:
     int64_t col0 = 0; // first column of y
   };
   std::vector<Group> groups_;
+  std::vector<std::shared_ptr<const rt::HostBlock>> gemmCopies_;
   float *x_;
   int64_t xStride_;
   float *y_;
@@ -190,7 +206,11 @@ public:
       a.out = out_;
       a.S = l.rows;
       a.pos0 = l.pos;
-      kernels::attention(a, pool);
+      // A block of prompt rows walks each K/V block once (flash-style).
+      if (l.rows >= kBlockedAttentionRows)
+        kernels::attentionBlocked(a, pool);
+      else
+        kernels::attention(a, pool);
       return Status::ok();
     }
     // The kernel takes dense rows: one call per strided row.
@@ -431,9 +451,9 @@ private:
   uint64_t scratch_ = 0;
 };
 
-template <typename K, typename D>
-Expected<std::unique_ptr<Kernel>> make(const D &desc) {
-  return std::unique_ptr<Kernel>(new K(desc));
+template <typename K, typename D, typename... More>
+Expected<std::unique_ptr<Kernel>> make(const D &desc, More &...more) {
+  return std::unique_ptr<Kernel>(new K(desc, more...));
 }
 
 } // namespace
@@ -444,7 +464,7 @@ Expected<std::unique_ptr<Kernel>> CpuDevice::prepareEmbed(const EmbedDesc &d) {
 
 Expected<std::unique_ptr<Kernel>>
 CpuDevice::prepareMatmul(const MatmulDesc &d) {
-  return make<MatmulKernel>(d);
+  return make<MatmulKernel>(d, gemmWeights_);
 }
 
 Expected<std::unique_ptr<Kernel>>

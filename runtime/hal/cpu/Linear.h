@@ -4,6 +4,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/qformat.h"
+#include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 
 #include <cstddef>
@@ -23,6 +24,10 @@ struct WeightRef {
   /// Kind::Quant: how the activations meet the packed weights (the
   /// session's SessionOptions::activations).
   kernels::QActivations activations = kernels::QActivations::Int8x2;
+  /// Kind::Quant, optional: the same weight repacked into
+  /// kernels::GemmLayout::Panel16 (hal/cpu/GemmWeights.h), which launches of
+  /// more than one row multiply by as a GEMM.
+  const uint8_t *gemm = nullptr;
 
   /// Bytes of one row of K inputs.
   size_t rowBytes(int64_t K) const {
@@ -60,6 +65,13 @@ inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
                         accumulate, pool);
     return;
   case WeightRef::Kind::Quant:
+    // qgemm's F32 mode decodes the weights (slow): exact activations keep
+    // the row kernel.
+    if (M > 1 && w.gemm && w.activations != kernels::QActivations::F32) {
+      kernels::qgemm(x, M, K, w.gemm, kernels::GemmLayout::Panel16, w.format,
+                     N, y, accumulate, pool, w.activations);
+      return;
+    }
     kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format, N,
                      y, accumulate, pool, w.activations);
     return;

@@ -6,10 +6,13 @@
 // Checks, on odd shapes and every packed format: qmatmul with int8x2 and
 // int8 activations within the rigorous rounding bound of x against the
 // generic f32-activation path (runtime/kernels/qmatmul_problem.h, as
-// qmatmul_test.cpp), the same bits on 1, 2 and 3 threads; f32 and f16-weight
-// matmul within f32 rounding.
+// qmatmul_test.cpp), the same bits on 1, 2 and 3 threads; the same for the
+// prefill GEMM (qgemm over repacked weights) on the NEON path and, where
+// built with +i8mm, the usmmla path; f32 and f16-weight matmul within f32
+// rounding.
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
+#include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_problem.h"
 #include "kernels/quantize.h"
@@ -21,6 +24,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -88,6 +92,56 @@ void checkQMatmul() {
               checked);
 }
 
+void checkQGemm(GemmPath path) {
+  if (!gemmPathAvailable(path)) {
+    std::printf("  qgemm %s: not built\n", gemmPathName(path));
+    return;
+  }
+  int checked = 0;
+  uint32_t seed = 500;
+  for (QuantFormat f : testing::allQuantFormats())
+    // One row; a partial panel; several micro-tiles and two panels.
+    for (auto [M, N] : {std::pair<int64_t, int64_t>{1, 33}, {3, 5}, {9, 33}})
+      for (int64_t K : {int64_t(f.group), int64_t(3 * f.group)}) {
+          const testing::QMatmulProblem p(f, M, K, N, seed++);
+          const std::vector<uint8_t> w =
+              repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+          std::vector<float> yg(M * N);
+          qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+                    p.w.data(), f, N, yg.data(), false, nullptr);
+          for (QActivations act : {QActivations::Int8x2, QActivations::Int8}) {
+            auto run = [&](int threads) {
+              std::vector<float> y(M * N, NAN);
+              qgemmOn(path, p.x.data(), M, K, w.data(), GemmLayout::Panel16, f,
+                      N, y.data(), false, poolOf(threads), act);
+              return y;
+            };
+            const std::vector<float> y1 = run(1);
+            const std::string what =
+                std::string("qgemm ") + gemmPathName(path) + " " +
+                qActivationsName(act) + " " + testing::formatName(f) +
+                " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                " N=" + std::to_string(N);
+            for (int64_t i = 0; i < M * N; ++i)
+              if (!(std::fabs(double(y1[i]) - yg[i]) <= p.tolerance(i, act))) {
+                fail(what + " at " + std::to_string(i) + ": " +
+                     std::to_string(y1[i]) + " vs generic " +
+                     std::to_string(yg[i]));
+                return;
+              }
+            for (int threads : {2, 3})
+              if (run(threads) != y1) {
+                fail(what + ": differs on " + std::to_string(threads) +
+                     " threads");
+                return;
+              }
+            ++checked;
+          }
+        }
+  std::printf("  qgemm %s: %d (mode, format, shape) cases within bound\n",
+              gemmPathName(path), checked);
+}
+
 void checkMatmul() {
   int checked = 0;
   std::mt19937 rng(7);
@@ -136,15 +190,26 @@ int main() {
     std::printf("neon_check: the NEON path is not available\n");
     return 1;
   }
-  std::printf("neon_check (%s)\n",
+  std::printf("neon_check (%s%s)\n",
 #if defined(__ARM_FEATURE_DOTPROD)
-              "sdot"
+              "sdot",
 #else
-              "smull/smlal"
+              "smull/smlal",
+#endif
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+              ", i8mm"
+#else
+              ""
 #endif
   );
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+  // The sdot paths are checked by the +dotprod build; this one adds usmmla.
+  checkQGemm(GemmPath::NeonI8mm);
+#else
   checkQMatmul();
+  checkQGemm(GemmPath::Neon);
   checkMatmul();
+#endif
   std::printf(failures ? "neon_check: FAILED\n" : "neon_check: ok\n");
   return failures ? 1 : 0;
 }

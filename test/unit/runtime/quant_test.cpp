@@ -329,8 +329,12 @@ TEST(Quant, AgreesWithFloatPath) {
 }
 
 TEST(Quant, ChunkingAndDecodeAgree) {
-  // Matmul (M > 1) and matvec (M = 1) paths quantize each row of x alike;
-  // only the order of float sums differs.
+  // The GEMM (M > 1, qgemm over the Panel16 copy) and matvec (M = 1) paths
+  // quantize each row of x alike; only the order of float sums differs. A
+  // sum-order difference can still move one of a later layer's activations
+  // across an int8x2 rounding boundary, a step of 1 / (127 * 256) ~ 3e-5 of
+  // its block's maximum: measured 2.0e-5 of max |logit| (untied-f32-cache,
+  // chunk 1), against 1e-4.
   QuantModel model;
   for (const Variant &v : variants()) {
     SCOPED_TRACE(v.name);
@@ -341,7 +345,7 @@ TEST(Quant, ChunkingAndDecodeAgree) {
       auto chunked = logitsOf(m, kTokens, chunk, 2);
       ASSERT_EQ(chunked.size(), whole.size());
       EXPECT_LT(relativeMaxError(chunked.data(), whole.data(), whole.size()),
-                1e-5)
+                1e-4)
           << "chunk " << chunk;
     }
   }

@@ -1,0 +1,42 @@
+# Prefill GEMM over repacked low-bit weights (qgemm*.cpp). Included from
+# quant.cmake; adds to fm_kernels.
+set(_fm_gemm_dir ${CMAKE_CURRENT_LIST_DIR})
+get_target_property(_fm_gemm_kernels_dir fm_kernels SOURCE_DIR)
+
+target_sources(fm_kernels PRIVATE
+  ${_fm_gemm_dir}/qgemm.cpp
+  ${_fm_gemm_dir}/qgemm_generic.cpp
+  ${_fm_gemm_dir}/qgemm_repack.cpp)
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
+   CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_sources(fm_kernels PRIVATE
+    ${_fm_gemm_dir}/qgemm_avx2.cpp
+    ${_fm_gemm_dir}/qgemm_avx512.cpp
+    ${_fm_gemm_dir}/qgemm_amx.cpp)
+  set_source_files_properties(${_fm_gemm_dir}/qgemm_avx2.cpp
+    DIRECTORY ${_fm_gemm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+  set_source_files_properties(${_fm_gemm_dir}/qgemm_avx512.cpp
+    DIRECTORY ${_fm_gemm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mf16c;-mfma;-mprefer-vector-width=512")
+  set_source_files_properties(${_fm_gemm_dir}/qgemm_amx.cpp
+    DIRECTORY ${_fm_gemm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mf16c;-mfma;-mamx-tile;-mamx-int8;-mprefer-vector-width=512")
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+  target_sources(fm_kernels PRIVATE ${_fm_gemm_dir}/qgemm_neon.cpp)
+endif()
+
+if(FM_BUILD_TESTS)
+  add_executable(fm_qgemm_test ${_fm_gemm_dir}/qgemm_test.cpp)
+  target_link_libraries(fm_qgemm_test PRIVATE fm_kernels GTest::gtest_main)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(fm_qgemm_test PRIVATE -O2 -Wall -Wextra)
+  endif()
+  add_test(NAME runtime.qgemm COMMAND fm_qgemm_test)
+endif()
+
+unset(_fm_gemm_dir)
+unset(_fm_gemm_kernels_dir)

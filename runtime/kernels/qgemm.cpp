@@ -1,0 +1,254 @@
+// qgemm: picks the GEMM path for this CPU once, prepares the activations
+// into a per-thread scratch buffer and splits calls across threads.
+#include "kernels/qgemm.h"
+
+#include "kernels/qgemm_isa.h"
+#include "base/ThreadPool.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(FM_KERNELS_X86)
+#include <cpuid.h>
+#endif
+
+namespace fm::kernels {
+namespace {
+
+using gdetail::GemmIsa;
+
+// Work units: 2 panels (32 outputs: the kernels' 2 B tiles) by a block of
+// up to kUnitRows x rows (int8x2: 128 prepared rows, 8 AMX tiles), numbered
+// panel-major so that a thread's contiguous range reads each weight panel
+// from memory once.
+constexpr int64_t kUnitPanels = 2;
+constexpr int64_t kUnitRows = gdetail::kMaxUnitRows;
+// Below this many multiply-adds a call runs on the calling thread.
+constexpr int64_t kMinParallelWork = int64_t(1) << 18;
+
+const GemmIsa &isaTable(GemmPath path, QActivations act) {
+  assert(gemmPathAvailable(path) && "qgemm path not available");
+  if (act == QActivations::F32 || !gemmPathAvailable(path))
+    return gdetail::kGemmGenericF32;
+  const int pair = act == QActivations::Int8 ? 1 : 0;
+  switch (path) {
+#if defined(FM_KERNELS_X86)
+  case GemmPath::Avx2:
+    return gdetail::kGemmAvx2[pair];
+  case GemmPath::Avx512Vnni:
+    return gdetail::kGemmAvx512Vnni[pair];
+  case GemmPath::Amx:
+    return gdetail::kGemmAmx[pair];
+#endif
+#if defined(FM_KERNELS_NEON)
+  case GemmPath::Neon:
+    return gdetail::kGemmNeon[pair];
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+  case GemmPath::NeonI8mm:
+    return gdetail::kGemmNeonI8mm[pair];
+#endif
+#endif
+  default:
+    return gdetail::kGemmGeneric[pair];
+  }
+}
+
+// The calling thread's buffer for prepared activations: grown (64-byte
+// aligned) when a call needs more, never shrunk, freed at thread exit.
+class Scratch {
+public:
+  ~Scratch() { std::free(data_); }
+  uint8_t *get(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      size_ = (bytes + 4095) / 4096 * 4096;
+      data_ = static_cast<uint8_t *>(std::aligned_alloc(64, size_));
+    }
+    return data_;
+  }
+
+private:
+  uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+thread_local Scratch tScratch;
+
+#if defined(FM_KERNELS_X86)
+bool hasAvx512Vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  return vnni;
+}
+bool hasAvx2() {
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  }();
+  return avx2;
+}
+#endif
+
+} // namespace
+
+const char *gemmPathName(GemmPath path) {
+  switch (path) {
+  case GemmPath::Generic:
+    return "generic";
+  case GemmPath::Avx2:
+    return "avx2";
+  case GemmPath::Avx512Vnni:
+    return "avx512-vnni";
+  case GemmPath::Amx:
+    return "amx";
+  case GemmPath::Neon:
+    return "neon";
+  case GemmPath::NeonI8mm:
+    return "neon-i8mm";
+  }
+  return "unknown";
+}
+
+bool gemmPathAvailable(GemmPath path) {
+  switch (path) {
+  case GemmPath::Generic:
+    return true;
+#if defined(FM_KERNELS_X86)
+  case GemmPath::Avx2:
+    return hasAvx2();
+  case GemmPath::Avx512Vnni:
+    return hasAvx512Vnni();
+  case GemmPath::Amx:
+    // The epilogue is AVX-512; every AMX CPU has it.
+    return hasAvx512Vnni() && gdetail::amxUsable();
+#endif
+#if defined(FM_KERNELS_NEON)
+  case GemmPath::Neon:
+    return true; // baseline on AArch64
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+  case GemmPath::NeonI8mm:
+    return true; // compiled for a CPU with i8mm
+#endif
+#endif
+  default:
+    return false;
+  }
+}
+
+GemmPath gemmPathBest() {
+  static const GemmPath best = [] {
+    for (GemmPath p : {GemmPath::Amx, GemmPath::Avx512Vnni, GemmPath::Avx2,
+                       GemmPath::NeonI8mm, GemmPath::Neon})
+      if (gemmPathAvailable(p))
+        return p;
+    return GemmPath::Generic;
+  }();
+  return best;
+}
+
+std::string cpuName() {
+#if defined(FM_KERNELS_X86)
+  unsigned regs[12] = {};
+  unsigned top = __get_cpuid_max(0x80000000u, nullptr);
+  if (top >= 0x80000004u) {
+    for (unsigned i = 0; i < 3; ++i)
+      __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1],
+                  &regs[4 * i + 2], &regs[4 * i + 3]);
+    char name[49] = {};
+    std::memcpy(name, regs, 48);
+    std::string s(name);
+    const size_t b = s.find_first_not_of(' ');
+    return b == std::string::npos ? "x86-64" : s.substr(b);
+  }
+  return "x86-64";
+#elif defined(__aarch64__)
+  return "AArch64";
+#else
+  return "unknown CPU";
+#endif
+}
+
+void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
+             const uint8_t *w, GemmLayout layout, QuantFormat f, int64_t N,
+             float *y, bool accumulate, fm::rt::ThreadPool *pool,
+             QActivations act) {
+  assert(gemmLayoutProblem(layout, f, N, K).empty() && "bad qgemm shape");
+  (void)layout;
+  if (M <= 0 || N <= 0)
+    return;
+  const GemmIsa &isa = isaTable(path, act);
+  gdetail::Params p{};
+  p.w = w;
+  p.f = f;
+  p.geo = panelGeometry(f, N, K);
+  p.N = N;
+  p.K = K;
+  p.xf = x;
+  p.y = y;
+  p.ldy = N;
+  p.accumulate = accumulate;
+  const int64_t work = M * N * K;
+  const bool parallel =
+      pool && pool->numThreads() > 1 && work >= kMinParallelWork;
+  if (isa.prepare) {
+    const int digits = act == QActivations::Int8 ? 1 : 2;
+    const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits);
+    const size_t xqBytes = static_cast<size_t>((sz.xqBytes + 63) / 64 * 64);
+    uint8_t *buf = tScratch.get(
+        xqBytes + sizeof(float) * static_cast<size_t>(sz.dxFloats + sz.xsFloats));
+    gdetail::Act &a = p.act;
+    a.xq = reinterpret_cast<int8_t *>(buf);
+    a.ldx = sz.kPadded;
+    a.dx = reinterpret_cast<float *>(buf + xqBytes);
+    a.ldd = sz.kPadded / quantUnitInputs(f);
+    a.xs = a.dx + sz.dxFloats;
+    a.lds = sz.kPadded / f.group;
+    a.digits = digits;
+    a.unit = quantUnitInputs(f);
+    // Rows past M * D fill out the last 16-row tile.
+    std::memset(buf + M * digits * sz.kPadded, 0,
+                static_cast<size_t>((sz.rowsPadded - M * digits) * sz.kPadded));
+    auto prepare = [&](int64_t begin, int64_t end) {
+      isa.prepare(x, K, f, begin, end, a);
+    };
+    if (parallel && M > 1)
+      pool->parallelFor(M, prepare);
+    else
+      prepare(0, M);
+  }
+  const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
+  const int64_t pUnits = (p.geo.panels + kUnitPanels - 1) / kUnitPanels;
+  auto body = [&](int64_t begin, int64_t end) {
+    if (isa.threadSetup)
+      isa.threadSetup(p);
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t m0 = (unit % mUnits) * kUnitRows;
+      const int64_t p0 = (unit / mUnits) * kUnitPanels;
+      const int64_t m1 = m0 + kUnitRows < M ? m0 + kUnitRows : M;
+      const int64_t p1 =
+          p0 + kUnitPanels < p.geo.panels ? p0 + kUnitPanels : p.geo.panels;
+      isa.range(p, m0, m1, p0, p1);
+    }
+    if (isa.threadTeardown)
+      isa.threadTeardown();
+  };
+  if (parallel)
+    pool->parallelFor(mUnits * pUnits, body);
+  else
+    body(0, mUnits * pUnits);
+}
+
+void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,
+           GemmLayout layout, QuantFormat f, int64_t N, float *y,
+           bool accumulate, fm::rt::ThreadPool *pool, QActivations act) {
+  qgemmOn(gemmPathBest(), x, M, K, w, layout, f, N, y, accumulate, pool, act);
+}
+
+} // namespace fm::kernels

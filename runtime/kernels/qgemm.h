@@ -1,0 +1,90 @@
+// Prefill as a real GEMM against packed low-bit weights: the weights are
+// repacked once (when the CPU device loads them) into a GEMM layout (qgemm_layout.h), and
+// qgemm runs int8 micro-kernels over it: AMX-INT8 tiles where the CPU has
+// them, AVX-512 VNNI, AVX2, NEON (sdot, i8mm), or portable C++.
+#pragma once
+
+#include "kernels/qgemm_layout.h"
+#include "kernels/qmatmul.h" // QActivations
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fm::rt {
+class ThreadPool;
+} // namespace fm::rt
+
+namespace fm::kernels {
+
+/// Why N rows of K inputs in format f cannot be repacked into `layout`
+/// ("K = 96 is not a multiple of the group 64"), or "" when they can.
+std::string gemmLayoutProblem(GemmLayout layout, QuantFormat f, int64_t N,
+                              int64_t K);
+
+/// Bytes of the repacked weight (qgemm_layout.h); gemmLayoutProblem must be
+/// "".
+size_t gemmPackedBytes(GemmLayout layout, QuantFormat f, int64_t N,
+                       int64_t K);
+
+/// Repacks N rows of K inputs packed as qformat.h says (N *
+/// packedRowBytes(f, K) bytes at `packed`) into `layout`, once per
+/// weight. Empty when gemmLayoutProblem is not "".
+std::vector<uint8_t> repackForGemm(GemmLayout layout, QuantFormat f,
+                                   int64_t N, int64_t K, const uint8_t *packed);
+
+/// repackForGemm of panels [panelBegin, panelEnd) only (panels of 16 rows,
+/// panelGeometry in qgemm_layout.h), into `out` of gemmPackedBytes bytes:
+/// disjoint panel ranges can be repacked by different threads. Writes
+/// nothing when gemmLayoutProblem is not "".
+void repackForGemmPanels(GemmLayout layout, QuantFormat f, int64_t N,
+                         int64_t K, const uint8_t *packed, uint8_t *out,
+                         int64_t panelBegin, int64_t panelEnd);
+
+/// The GEMM kernel paths. Which ones this CPU runs: qgemmPathAvailable.
+enum class GemmPath : uint8_t {
+  Generic,    // portable C++ (int8 or f32 activations)
+  Avx2,       // vpmaddubsw
+  Avx512Vnni, // vpdpbusd
+  Amx,        // AMX-INT8 tiles (tdpbsud), epilogue in AVX-512
+  Neon,       // sdot where compiled with +dotprod, else smull/smlal
+  NeonI8mm,   // usmmla (compiled with +i8mm)
+};
+
+/// "generic", "avx2", "avx512-vnni", "amx", "neon", "neon-i8mm".
+const char *gemmPathName(GemmPath path);
+/// Whether `path` is compiled in and this CPU (and OS, for AMX's tile
+/// state) runs it.
+bool gemmPathAvailable(GemmPath path);
+/// The fastest available path; detected once.
+GemmPath gemmPathBest();
+/// The CPU's brand string (CPUID), for test and benchmark reports.
+std::string cpuName();
+
+/// y[M][N] (+)= x[M][K] · dequant(w)ᵀ for w repacked into `layout` (N rows
+/// of K inputs in format f). With `accumulate` the products are added to
+/// y, otherwise y is overwritten; y must not overlap x or w. `act` chooses
+/// how x enters the integer dot products, with the same rounding as
+/// qmatmul (blocks of min(group, 64) inputs, QActivations): the integer
+/// dots are exact, so results differ from qmatmul's only in the float
+/// summation order. QActivations::F32 runs the generic f32 path (decoding
+/// the weights; slow: prefill should use an integer mode). Split across
+/// `pool` (may be null) by blocks of 32 outputs and of rows; the result
+/// does not depend on the thread count. Any M >= 1 (M == 1 works but the
+/// matvec of qmatmul is faster for decode).
+///
+/// Scratch: the prepared activations go to a buffer owned by the calling
+/// thread (thread_local), grown to the largest call and then reused.
+void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,
+           GemmLayout layout, QuantFormat f, int64_t N, float *y,
+           bool accumulate, fm::rt::ThreadPool *pool,
+           QActivations act = QActivations::Int8x2);
+
+/// qgemm on an explicit path, which must be available; for tests and
+/// benchmarks.
+void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
+             const uint8_t *w, GemmLayout layout, QuantFormat f, int64_t N,
+             float *y, bool accumulate, fm::rt::ThreadPool *pool,
+             QActivations act);
+
+} // namespace fm::kernels

@@ -1,0 +1,126 @@
+// Internal: what qgemm.cpp hands each instruction set's GEMM kernel: the
+// prepared int8 activations, the panel geometry, and the per-path entry
+// points it dispatches to and splits across threads.
+#pragma once
+
+#include "kernels/qgemm_layout.h"
+
+#include <cstdint>
+
+#if defined(__GNUC__)
+#define FM_GEMM_INLINE inline __attribute__((always_inline))
+#else
+#define FM_GEMM_INLINE inline
+#endif
+
+namespace fm::kernels::gdetail {
+
+/// The most x rows one range call covers (qgemm.cpp's work units): the
+/// kernels' f32 accumulators for a unit, [kMaxUnitRows][32], live on the
+/// stack.
+constexpr int64_t kMaxUnitRows = 64;
+
+// ---------------------------------------------------------------------------
+// Prepared activations (one call; made by an ISA's `prepare`, qgemm_prepare.h)
+//
+// x row m is quantized per block of U = min(group, 64) inputs exactly as
+// qmatmul does (qmatmul_isa.h, QActivations): D = 1 (int8) or 2 (int8x2)
+// int8 digits, x ~= dx * xv with xv = xq[0] (int8) or 256 xq[0] + xq[1]
+// (int8x2). Digit d of row m is "prepared row" r = m * D + d:
+//
+//   int8_t xq[Rp][Kp];  // Rp = 16 * ceil(M * D / 16); rows >= M * D and
+//                       // inputs >= K are 0 (whole AMX tiles of 16 rows)
+//   float dx[M][Kp / U];    // the block's scale (int8x2: a / 256)
+//   float xs[M][Kp / G];    // sum over group g of dx * xv: the group's sum
+//                           // of dequantized x, for the grid offset and
+//                           // the affine minimum
+//
+// A kernel computes, per (row m, output n, block), the exact int32
+//   dot = sum_k (q_k - o) * xv_k   (o: 0, or 128 where an ISA needs signed
+//                                   8-bit quants)
+// and y[m][n] = sum_blocks s * dx * dot + sum_groups mo * xs, where
+// mo = s * (o - c) (balanced, c = (2^b - 1) / 2) or m + o * s (affine).
+// |dot| < 64 * 255 * 127 * 257 < 2^31 for every format and mode.
+// ---------------------------------------------------------------------------
+
+struct Act {
+  const int8_t *xq;
+  int64_t ldx; // Kp
+  const float *dx;
+  int64_t ldd; // Kp / U
+  const float *xs;
+  int64_t lds; // Kp / G
+  int digits;  // D
+  int unit;    // U
+};
+
+/// Bytes of each part of the prepared activations for M rows.
+struct ActSizes {
+  int64_t rowsPadded; // Rp
+  int64_t kPadded;    // Kp
+  int64_t xqBytes, dxFloats, xsFloats;
+};
+
+inline ActSizes actSizes(QuantFormat f, int64_t M, int64_t K, int digits) {
+  ActSizes s;
+  const int64_t U = quantUnitInputs(f);
+  s.kPadded = (K + kPanelBlockInputs - 1) / kPanelBlockInputs *
+              kPanelBlockInputs;
+  s.rowsPadded = (M * digits + 15) / 16 * 16;
+  s.xqBytes = s.rowsPadded * s.kPadded;
+  s.dxFloats = M * (s.kPadded / U);
+  s.xsFloats = M * (s.kPadded / f.group);
+  return s;
+}
+
+/// One call's operands.
+struct Params {
+  const uint8_t *w;
+  QuantFormat f;
+  PanelGeometry geo;
+  int64_t N, K;
+  Act act;
+  const float *xf; // the f32 x (K floats per row), for the f32 path
+  float *y;
+  int64_t ldy;
+  bool accumulate;
+};
+
+/// Prepares x rows [m0, m1) into `a` (whose buffers hold M rows; the
+/// caller zeroes the padding rows M * D .. Rp).
+using PrepareFn = void (*)(const float *x, int64_t K, QuantFormat f,
+                           int64_t m0, int64_t m1, const Act &a);
+/// y rows [m0, m1) x panels [p0, p1), single-threaded.
+using RangeFn = void (*)(const Params &p, int64_t m0, int64_t m1, int64_t p0,
+                         int64_t p1);
+
+struct GemmIsa {
+  PrepareFn prepare; // null: the kernel reads the f32 x
+  RangeFn range;
+  /// Called on each thread before its first range (AMX: the tile
+  /// configuration); may be null.
+  void (*threadSetup)(const Params &p);
+  void (*threadTeardown)();
+};
+
+// Each is defined only where CMake compiles its file, and must only be
+// called where the CPU supports it. [0] int8x2 activations, [1] int8.
+extern const GemmIsa kGemmGeneric[2];
+extern const GemmIsa kGemmGenericF32;
+extern const GemmIsa kGemmAvx2[2];
+extern const GemmIsa kGemmAvx512Vnni[2];
+extern const GemmIsa kGemmAmx[2];
+extern const GemmIsa kGemmNeon[2];
+extern const GemmIsa kGemmNeonI8mm[2];
+
+/// AMX: whether CPUID reports AMX-TILE and AMX-INT8, the OS enables the
+/// tile state, and Linux granted this process its use
+/// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); asked once.
+bool amxUsable();
+
+/// The decoded per-row values of group g of a panel: the f32 scale s and
+/// mo = s * (o - c) or m + o * s (see above) for the panel's 16 rows.
+void panelScales(const uint8_t *panel, const PanelGeometry &geo, QuantFormat f,
+                 int64_t g, int offset, float *s, float *mo);
+
+} // namespace fm::kernels::gdetail

@@ -1,0 +1,80 @@
+// Internal: the GEMM's activation preparation (layout in qgemm_isa.h),
+// written once for the auto-vectorizer and instantiated in each ISA's file
+// with that file's flags. The rounding is qmatmul's (qmatmul_impl.h,
+// prepareRowFixed) operation for operation, so both quantize x alike.
+#pragma once
+
+#include "kernels/qgemm_isa.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace fm::kernels::gdetail {
+
+template <typename Tag> struct Prepare {
+  template <int D, int U>
+  static void rowFixed(const float *x, int64_t K, QuantFormat f, int64_t m,
+                       const Act &a) {
+    // The prepare step owns the buffers the kernels later read as const.
+    int8_t *q0 = const_cast<int8_t *>(a.xq) + (m * D) * a.ldx;
+    int8_t *q1 = q0 + a.ldx; // digit 1 (D == 2)
+    float *dx = const_cast<float *>(a.dx) + m * a.ldd;
+    float *xs = const_cast<float *>(a.xs) + m * a.lds;
+    std::memset(xs, 0, sizeof(float) * a.lds);
+    const int64_t blocks = K / U;
+    for (int64_t u = 0; u < blocks; ++u) {
+      const float *xu = x + u * U;
+      // max |x| on the bits: NaN above inf above every finite value.
+      uint32_t amaxBits = 0;
+      for (int k = 0; k < U; ++k) {
+        uint32_t b;
+        std::memcpy(&b, xu + k, 4);
+        b &= 0x7fffffffu;
+        amaxBits = b > amaxBits ? b : amaxBits;
+      }
+      float amax;
+      std::memcpy(&amax, &amaxBits, 4);
+      const float d = amax / (D == 2 ? 127.0f * 256.0f : 127.0f);
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32_t total = 0;
+      for (int k = 0; k < U; ++k) {
+        const float t = std::fmin(std::fmax(xu[k] * inv, -127.0f), 127.0f);
+        const float hi = std::nearbyint(t);
+        const int h = static_cast<int>(hi);
+        q0[u * U + k] = static_cast<int8_t>(h);
+        if constexpr (D == 2) {
+          const float lo = std::nearbyint(
+              std::fmin(std::fmax((t - hi) * 256.0f, -127.0f), 127.0f));
+          const int l = static_cast<int>(lo);
+          q1[u * U + k] = static_cast<int8_t>(l);
+          total += 256 * h + l;
+        } else {
+          total += h;
+        }
+      }
+      dx[u] = d;
+      xs[u * U / f.group] += d * static_cast<float>(total);
+    }
+    // Padding inputs (group 32, K an odd number of groups).
+    for (int64_t k = K; k < a.ldx; ++k) {
+      q0[k] = 0;
+      if constexpr (D == 2)
+        q1[k] = 0;
+    }
+    for (int64_t u = blocks; u < a.ldd; ++u)
+      dx[u] = 0.0f;
+  }
+
+  template <int D>
+  static void rows(const float *x, int64_t K, QuantFormat f, int64_t m0,
+                   int64_t m1, const Act &a) {
+    for (int64_t m = m0; m < m1; ++m) {
+      if (quantUnitInputs(f) == 64)
+        rowFixed<D, 64>(x + m * K, K, f, m, a);
+      else
+        rowFixed<D, 32>(x + m * K, K, f, m, a);
+    }
+  }
+};
+
+} // namespace fm::kernels::gdetail

@@ -1,0 +1,268 @@
+// Checks repackForGemm against qgemm_layout.h's description, and every
+// qgemm path and activation mode this CPU runs against the generic qmatmul
+// (f32 x, the qformat.h rows): within the rounding bound of x (the same
+// bound as qmatmul_test.cpp), the same bits on 1, 2 and 3 threads, on odd
+// shapes and every format. AMX runs where the CPU and OS have it; elsewhere
+// the test prints a skip line naming the CPU.
+#include "kernels/qgemm.h"
+#include "kernels/qmatmul.h"
+#include "kernels/qmatmul_problem.h"
+
+#include "kernels/quantize.h"
+#include "base/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fm::kernels {
+namespace {
+
+fm::rt::ThreadPool *poolOf(int threads) {
+  static std::unique_ptr<fm::rt::ThreadPool> pools[4];
+  if (!pools[threads])
+    pools[threads] = std::make_unique<fm::rt::ThreadPool>(threads);
+  return pools[threads].get();
+}
+
+using testing::allQuantFormats;
+using testing::formatName;
+
+// The value of a half, independently of halfToFloat.
+double halfValue(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 0)
+    return sign * std::ldexp(mant, -24);
+  return sign * std::ldexp(1024 + mant, e - 25);
+}
+
+// Weight (n, k) of a Panel16 weight, decoded from qgemm_layout.h's text
+// alone.
+double documentedPanelValue(const std::vector<uint8_t> &w, QuantFormat f,
+                            int64_t N, int64_t K, int64_t n, int64_t k) {
+  const int64_t Kp = (K + 63) / 64 * 64, groups = Kp / f.group;
+  const int64_t blockBytes = 16 * 64 * f.bits / 8;
+  const int64_t halves = groups * 16 * 2;
+  const int64_t panelBytes =
+      Kp / 64 * blockBytes + halves * (f.grid == QuantGrid::Affine ? 2 : 1);
+  (void)N;
+  const uint8_t *panel = w.data() + (n / 16) * panelBytes;
+  const int r = static_cast<int>(n % 16);
+  const uint8_t *block = panel + (k / 64) * blockBytes;
+  const int i = static_cast<int>(k % 64), t = i / 4, V = 2 * f.bits;
+  const int byte = 4 * r + i % 4;
+  const int q =
+      (block[(t % V) * 64 + byte] >> (f.bits * (t / V))) & ((1 << f.bits) - 1);
+  const int64_t g = k / f.group;
+  auto half = [&](int64_t offset) {
+    const uint8_t *h = panel + offset + g * 32 + 2 * r;
+    return halfValue(static_cast<uint16_t>(h[0] | (h[1] << 8)));
+  };
+  const double s = half(Kp / 64 * blockBytes);
+  if (f.grid == QuantGrid::Affine)
+    return q * s + half(Kp / 64 * blockBytes + groups * 32);
+  return (q - ((1 << f.bits) - 1) / 2.0) * s;
+}
+
+TEST(QGemmLayout, RepackedWeightsMatchTheDocumentation) {
+  uint32_t seed = 1;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t N : {1, 16, 21})
+      for (int64_t K : {int64_t(f.group), 3 * int64_t(f.group)}) {
+        const testing::QMatmulProblem p(f, 1, K, N, seed++);
+        ASSERT_EQ(gemmLayoutProblem(GemmLayout::Panel16, f, N, K), "");
+        const std::vector<uint8_t> w =
+            repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+        ASSERT_EQ(w.size(), gemmPackedBytes(GemmLayout::Panel16, f, N, K));
+        if (N % 16 == 0 && K % 64 == 0) {
+          EXPECT_EQ(w.size(), N * packedRowBytes(f, K)) << "same bits/weight";
+        }
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k)
+            ASSERT_EQ(documentedPanelValue(w, f, N, K, n, k), p.wdq[n * K + k])
+                << formatName(f) << " N=" << N << " K=" << K << " at " << n
+                << "," << k;
+      }
+}
+
+TEST(QGemmLayout, ProblemsAreNamed) {
+  const QuantFormat f{2, 64, QuantGrid::Balanced};
+  EXPECT_EQ(gemmLayoutProblem(GemmLayout::Panel16, f, 4, 96),
+            "K = 96 is not a multiple of the group 64");
+  EXPECT_NE(gemmLayoutProblem(GemmLayout::Panel16, {3, 64, QuantGrid::Balanced},
+                              4, 64),
+            "");
+  EXPECT_NE(gemmLayoutProblem(GemmLayout::Panel16, f, 0, 64), "");
+  EXPECT_NE(gemmLayoutProblem(static_cast<GemmLayout>(7), f, 4, 64), "");
+  EXPECT_TRUE(repackForGemm(GemmLayout::Panel16, f, 4, 96, nullptr).empty());
+}
+
+struct GemmRun {
+  std::string name;
+  GemmPath path;
+  QActivations act;
+};
+
+std::vector<GemmRun> availableRuns() {
+  std::vector<GemmRun> runs;
+  for (GemmPath path : {GemmPath::Generic, GemmPath::Avx2, GemmPath::Avx512Vnni,
+                        GemmPath::Amx, GemmPath::Neon, GemmPath::NeonI8mm})
+    if (gemmPathAvailable(path))
+      for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+        runs.push_back({std::string(gemmPathName(path)) + "-" +
+                            qActivationsName(act),
+                        path, act});
+  runs.push_back({"generic-f32", GemmPath::Generic, QActivations::F32});
+  return runs;
+}
+
+std::vector<float> runGemm(const testing::QMatmulProblem &p,
+                           const std::vector<uint8_t> &w, const GemmRun &r,
+                           bool accumulate, int threads) {
+  std::vector<float> y = accumulate ? p.y0 : std::vector<float>(p.M * p.N, NAN);
+  qgemmOn(r.path, p.x.data(), p.M, p.K, w.data(), GemmLayout::Panel16, p.f,
+          p.N, y.data(), accumulate, poolOf(threads), r.act);
+  return y;
+}
+
+// Every path and mode against the generic qmatmul (f32 x): within the
+// rounding bound of x for the mode (QMatmulProblem::tolerance), and the
+// same bits on 1, 2 and 3 threads.
+TEST(QGemm, PathsMatchGenericQmatmul) {
+  const std::vector<GemmRun> runs = availableRuns();
+  for (const GemmRun &r : runs)
+    std::printf("  checking %s\n", r.name.c_str());
+  if (!gemmPathAvailable(GemmPath::Amx))
+    std::printf("  [ SKIPPED ] amx: not available on %s\n", cpuName().c_str());
+  else
+    std::printf("  amx on %s\n", cpuName().c_str());
+  uint32_t seed = 2000;
+  int checked = 0;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t M : {1, 2, 3, 7, 17, 33, 70})
+      for (int64_t K : {int64_t(f.group), 3 * int64_t(f.group)})
+        for (int64_t N : {1, 17, 33, 50}) {
+          const testing::QMatmulProblem p(f, M, K, N, seed++);
+          const std::vector<uint8_t> w =
+              repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+          for (bool acc : {false, true}) {
+            std::vector<float> yg = acc ? p.y0 : std::vector<float>(M * N);
+            qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+                      p.w.data(), f, N, yg.data(), acc, nullptr);
+            for (const GemmRun &r : runs) {
+              const std::vector<float> y1 = runGemm(p, w, r, acc, 1);
+              for (int64_t i = 0; i < M * N; ++i)
+                ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+                    << r.name << " " << formatName(f) << " M=" << M
+                    << " K=" << K << " N=" << N << " acc=" << acc << " at "
+                    << i;
+              for (int threads : {2, 3})
+                ASSERT_EQ(runGemm(p, w, r, acc, threads), y1)
+                    << r.name << " " << formatName(f) << " M=" << M
+                    << " K=" << K << " N=" << N << " threads=" << threads;
+              ++checked;
+            }
+          }
+        }
+  std::printf("  %d (path, format, shape, accumulate) cases\n", checked);
+}
+
+// Large enough to split across threads and over several work units (two
+// row blocks, odd panel counts), on every path.
+TEST(QGemm, LargeShapesAcrossThreads) {
+  const std::vector<GemmRun> runs = availableRuns();
+  uint32_t seed = 3000;
+  for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
+                        QuantFormat{4, 32, QuantGrid::Affine},
+                        QuantFormat{8, 128, QuantGrid::Balanced}}) {
+    const int64_t M = 130, K = 512, N = 208;
+    const testing::QMatmulProblem p(f, M, K, N, seed++);
+    const std::vector<uint8_t> w =
+        repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+    std::vector<float> yg(M * N);
+    qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+              p.w.data(), f, N, yg.data(), false, nullptr);
+    for (const GemmRun &r : runs) {
+      if (r.act == QActivations::F32)
+        continue;
+      const std::vector<float> y1 = runGemm(p, w, r, false, 1);
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+            << r.name << " " << formatName(f) << " at " << i;
+      for (int threads : {2, 3})
+        ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
+            << r.name << " threads=" << threads;
+    }
+  }
+}
+
+// The integer paths quantize x as qmatmul does, so they agree with
+// qmatmul's own SIMD path to float rounding (much tighter than the bound
+// against f32 x).
+TEST(QGemm, SameActivationRoundingAsQmatmul) {
+  const KernelIsa isa = kernelIsaBest();
+  if (isa == KernelIsa::Generic)
+    GTEST_SKIP() << "no SIMD qmatmul on this CPU";
+  uint32_t seed = 4000;
+  for (QuantFormat f : allQuantFormats()) {
+    const int64_t M = 9, K = 4 * f.group, N = 40;
+    const testing::QMatmulProblem p(f, M, K, N, seed++);
+    const std::vector<uint8_t> w =
+        repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+    for (QActivations act : {QActivations::Int8x2, QActivations::Int8}) {
+      std::vector<float> yq(M * N), yg(M * N);
+      qmatmulOn(isa, act, p.x.data(), M, K, p.w.data(), f, N, yq.data(), false,
+                nullptr);
+      qgemmOn(gemmPathBest(), p.x.data(), M, K, w.data(), GemmLayout::Panel16,
+              f, N, yg.data(), false, nullptr, act);
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_NEAR(yg[i], yq[i], 2e-5 * (p.mag[i] + 1.0))
+            << gemmPathName(gemmPathBest()) << " " << qActivationsName(act)
+            << " " << formatName(f) << " at " << i;
+    }
+  }
+}
+
+// A NaN or inf in x makes the outputs it feeds non-finite on every path.
+TEST(QGemm, NonFiniteActivationsPropagate) {
+  for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
+                        QuantFormat{4, 32, QuantGrid::Affine},
+                        QuantFormat{8, 128, QuantGrid::Balanced}})
+    for (float bad : {NAN, INFINITY}) {
+      testing::QMatmulProblem p(f, 2, 256, 9, 21);
+      p.x[100] = bad; // row 0 only
+      const std::vector<uint8_t> w =
+          repackForGemm(GemmLayout::Panel16, f, 9, 256, p.w.data());
+      for (const GemmRun &r : availableRuns()) {
+        const std::vector<float> y = runGemm(p, w, r, false, 1);
+        for (int64_t n = 0; n < 9; ++n) {
+          EXPECT_FALSE(std::isfinite(y[n])) << r.name << " " << formatName(f);
+          EXPECT_TRUE(std::isfinite(y[9 + n])) << r.name << " " << formatName(f);
+        }
+      }
+    }
+}
+
+TEST(QGemm, DispatchedIsBestPath) {
+  const QuantFormat f{4, 64, QuantGrid::Balanced};
+  const testing::QMatmulProblem p(f, 20, 256, 40, 5);
+  const std::vector<uint8_t> w =
+      repackForGemm(GemmLayout::Panel16, f, 40, 256, p.w.data());
+  std::vector<float> a(20 * 40), b(20 * 40);
+  qgemm(p.x.data(), 20, 256, w.data(), GemmLayout::Panel16, f, 40, a.data(),
+        false, nullptr);
+  qgemmOn(gemmPathBest(), p.x.data(), 20, 256, w.data(), GemmLayout::Panel16, f,
+          40, b.data(), false, nullptr, QActivations::Int8x2);
+  EXPECT_EQ(a, b);
+  std::printf("  qgemm path: %s (%s)\n", gemmPathName(gemmPathBest()),
+              cpuName().c_str());
+}
+
+} // namespace
+} // namespace fm::kernels

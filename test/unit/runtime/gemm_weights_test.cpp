@@ -1,0 +1,136 @@
+// Prefill as a GEMM on the CPU device: the Panel16 copies (GemmWeights) are
+// made once per weight and hold exactly repackForGemm's bytes, and a matmul
+// kernel prepared for several rows multiplies packed weights by them within
+// the qmatmul error bound of the plain double-precision reference, for two
+// weights fused into one call and for a strided y.
+#include "hal/cpu/CpuDevice.h"
+#include "kernels/qgemm.h"
+#include "kernels/qmatmul_problem.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace fm::test {
+namespace {
+
+using kernels::GemmLayout;
+using kernels::QActivations;
+using kernels::QuantFormat;
+using kernels::QuantGrid;
+using kernels::testing::QMatmulProblem;
+
+TEST(GemmWeights, OneCopyPerWeightWithRepackForGemmBytes) {
+  for (QuantFormat f : {QuantFormat{2, 32, QuantGrid::Balanced},
+                        QuantFormat{4, 64, QuantGrid::Affine},
+                        QuantFormat{8, 128, QuantGrid::Balanced}}) {
+    // 300 rows: 19 panels (the last one partial), split across the cores.
+    const QMatmulProblem p(f, 1, 256, 300, 11);
+    hal::GemmWeights copies;
+    auto a = copies.panel16(p.w.data(), f, p.N, p.K);
+    ASSERT_TRUE(a);
+    const std::vector<uint8_t> want =
+        kernels::repackForGemm(GemmLayout::Panel16, f, p.N, p.K, p.w.data());
+    ASSERT_EQ(a->size(), want.size());
+    EXPECT_EQ(std::memcmp(a->data(), want.data(), want.size()), 0);
+    EXPECT_EQ(copies.panel16(p.w.data(), f, p.N, p.K), a) << "one copy";
+    EXPECT_EQ(copies.bytes(), want.size());
+    // The first 16 rows alone are another weight.
+    auto b = copies.panel16(p.w.data(), f, 16, p.K);
+    ASSERT_TRUE(b);
+    EXPECT_NE(b, a);
+    EXPECT_EQ(copies.bytes(), want.size() + b->size());
+  }
+}
+
+TEST(GemmWeights, WeightsThatCannotBeRepackedGetNone) {
+  hal::GemmWeights copies;
+  const uint8_t bytes[64] = {};
+  // K = 48 is not a multiple of the group 32.
+  EXPECT_FALSE(copies.panel16(bytes, {4, 32, QuantGrid::Balanced}, 2, 48));
+  EXPECT_FALSE(copies.panel16(bytes, {3, 32, QuantGrid::Balanced}, 2, 64));
+  EXPECT_EQ(copies.bytes(), 0u);
+}
+
+// y = x · [w0; w1]ᵀ through the CPU device's matmul kernel: the two weights
+// lie back to back (one fused call) or apart (two calls), y dense or wider
+// than the outputs.
+TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
+  const QuantFormat f{4, 32, QuantGrid::Balanced};
+  const int64_t K = 192, N0 = 40, N1 = 24, N = N0 + N1, M = 9;
+  // Both weights as one problem: rows [0, N0) are w0, the rest w1.
+  const QMatmulProblem p(f, M, K, N, 23);
+  const size_t rowBytes = kernels::packedRowBytes(f, K);
+  for (bool apart : {false, true})
+    for (int64_t yStride : {N, N + 8})
+      for (int64_t maxRows : {int64_t(1), M}) {
+        SCOPED_TRACE(std::string(apart ? "apart" : "fused") + " y stride " +
+                     std::to_string(yStride) + " max rows " +
+                     std::to_string(maxRows));
+        hal::CpuDevice device;
+        // The weights' bytes, w1 after a gap of 128 bytes when apart.
+        const size_t gap = apart ? 128 : 0;
+        std::vector<uint8_t> data(N * rowBytes + gap);
+        std::memcpy(data.data(), p.w.data(), N0 * rowBytes);
+        std::memcpy(data.data() + N0 * rowBytes + gap,
+                    p.w.data() + N0 * rowBytes, N1 * rowBytes);
+        auto weights = device.importWeights(data.data(), data.size());
+        ASSERT_TRUE(weights.isOk());
+        auto arena = device.allocate(4 * (M * K + M * yStride),
+                                     hal::MemorySpace::Host);
+        ASSERT_TRUE(arena.isOk());
+        std::memcpy((*arena)->host(), p.x.data(), 4 * M * K);
+
+        hal::MatmulDesc d;
+        d.x = {arena->get(), 0, K, K};
+        d.y = {arena->get(), uint64_t(4 * M * K), yStride, N};
+        d.k = K;
+        d.n = N;
+        d.maxRows = maxRows;
+        d.activations = QActivations::Int8x2;
+        for (int i = 0; i < 2; ++i) {
+          hal::WeightDesc w;
+          w.buffer = weights->get();
+          w.offset = i == 0 ? 0 : N0 * rowBytes + gap;
+          w.bytes = (i == 0 ? N0 : N1) * rowBytes;
+          w.kind = hal::WeightKind::Quant;
+          w.format = f;
+          w.shape = {i == 0 ? N0 : N1, K};
+          d.weights.push_back(w);
+        }
+        auto kernel = device.prepareMatmul(d);
+        ASSERT_TRUE(kernel.isOk()) << kernel.message();
+        // Only kernels for several rows make copies: the whole fused weight,
+        // or each of the two.
+        const uint64_t copied = device.gemmWeights().bytes();
+        if (maxRows == 1)
+          EXPECT_EQ(copied, 0u);
+        else
+          EXPECT_EQ(copied,
+                    apart ? kernels::gemmPackedBytes(GemmLayout::Panel16, f, N0, K) +
+                                kernels::gemmPackedBytes(GemmLayout::Panel16, f, N1, K)
+                          : kernels::gemmPackedBytes(GemmLayout::Panel16, f, N, K));
+        hal::QueueOptions qo;
+        qo.threads = 2;
+        qo.scratchBytes = (*kernel)->scratchBytes();
+        auto queue = device.createQueue(qo);
+        ASSERT_TRUE(queue.isOk());
+        hal::Launch l;
+        l.rows = maxRows;
+        ASSERT_TRUE((*kernel)->run(**queue, l).isOk());
+        const float *y =
+            reinterpret_cast<const float *>((*arena)->host() + 4 * M * K);
+        for (int64_t r = 0; r < maxRows; ++r)
+          for (int64_t c = 0; c < N; ++c) {
+            const int64_t i = r * N + c;
+            ASSERT_LE(std::fabs(double(y[r * yStride + c]) - p.ref[i]),
+                      p.tolerance(i, QActivations::Int8x2))
+                << "row " << r << " column " << c;
+          }
+      }
+}
+
+} // namespace
+} // namespace fm::test
