@@ -770,6 +770,14 @@ format::Digest ArtifactFile::weightsDigest() const {
   return toDigest(root_->weights_digest());
 }
 
+format::Digest ArtifactFile::sourceDigest() const {
+  return toDigest(root_->source_digest());
+}
+
+bool ArtifactFile::hasSourceDigest() const {
+  return root_->source_digest() != nullptr;
+}
+
 Status ArtifactFile::verify(const Options &options) {
   const std::string &n = name_;
   // [u32 N][u32 root offset][4-byte identifier] at least.

@@ -4,6 +4,7 @@
 #include "hal/cpu/CpuDevice.h"
 
 #include "hal/cpu/CpuExecutable.h"
+#include "hal/cpu/CpuLora.h"
 #include "hal/cpu/Linear.h"
 #include "hal/cpu/QuantMoe.h"
 #include "kernels/attention.h"
@@ -444,7 +445,10 @@ Expected<std::unique_ptr<Kernel>> CpuDevice::prepareEmbed(const EmbedDesc &d) {
 
 Expected<std::unique_ptr<Kernel>>
 CpuDevice::prepareMatmul(const MatmulDesc &d) {
-  return make<MatmulKernel>(d);
+  if (d.lora.empty())
+    return make<MatmulKernel>(d);
+  // Adapters: the same base kernel, then their side path (CpuLora.cpp).
+  return makeLoraMatmul(d, std::make_unique<MatmulKernel>(d));
 }
 
 Expected<std::unique_ptr<Kernel>>

@@ -76,6 +76,11 @@ public:
   std::vector<std::string> targets() const;
   format::Digest programDigest() const;
   format::Digest weightsDigest() const;
+  /// The digest of the checkpoint tensors the weights came from (fmb.fbs:
+  /// source_digest), which LoRA adapters are bound to; all zeros when the
+  /// file has none (written by an fmc before adapters).
+  format::Digest sourceDigest() const;
+  bool hasSourceDigest() const;
 
   /// Command `index` of program `program` (both in range).
   CommandText describe(uint32_t program, uint32_t index) const;
