@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fm::cli {
 
@@ -30,8 +31,18 @@ struct CompileArgs {
   int64_t ranks = 1;       // MPI ranks the tracks are partitioned over
   bool devicesAlias = false; // given as the deprecated --devices
   std::string dumpIr;      // write the planned kernel-level IR here
+  /// PEFT adapter directories to merge, "DIR[:scale]" (W + scale·s·B·A).
+  std::vector<std::string> mergeAdapters;
 };
 int runCompile(const CompileArgs &args);
+
+struct CompileAdapterArgs {
+  std::string adapterDir; // PEFT: adapter_config.json + adapter_model.safetensors
+  std::string base;       // the .fmb it is for
+  std::string output;     // the .fmba
+  std::string quant = "f16"; // f16 | w8
+};
+int runCompileAdapter(const CompileAdapterArgs &args);
 
 struct InspectArgs {
   std::string artifact;
@@ -41,5 +52,7 @@ struct InspectArgs {
   std::string target;            // of the executable to extract
 };
 int runInspect(const InspectArgs &args);
+/// `fmc inspect` of a .fmba (runInspect calls it for one).
+int runInspectAdapter(const InspectArgs &args);
 
 } // namespace fm::cli
