@@ -322,7 +322,8 @@ std::string projectionKinds(const AdapterBase &base) {
   std::set<std::string> seen;
   for (const BaseProjection &p : base.projections) {
     StringRef module = StringRef(p.weight).drop_back(strlen(".weight"));
-    std::string last = module.rsplit('.').second.str();
+    std::string last =
+        (module.contains('.') ? module.rsplit('.').second : module).str();
     if (seen.insert(last).second)
       kinds.push_back(last);
   }

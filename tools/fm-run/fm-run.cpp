@@ -406,7 +406,8 @@ int main(int argc, char **argv) {
   app.add_option("--adapter", args.adapters,
                  "attach a LoRA adapter (.fmba from fmc compile-adapter) as "
                  "FILE[:scale]; scale multiplies its alpha/r (default 1); "
-                 "repeatable: the adapters are summed");
+                 "repeatable: the adapters are summed")
+      ->allow_extra_args(false); // one file per --adapter
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -9,6 +9,7 @@
 #include "fm/artifact.h"
 #include "fm/format.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,7 +68,9 @@ import::AdapterBase adapterBase(const ArtifactFile &a) {
 std::string moduleCounts(const import::PeftAdapter &adapter) {
   std::vector<std::pair<std::string, int>> counts;
   for (const import::LoraWeights &l : adapter.loras) {
-    std::string kind = llvm::StringRef(l.module).rsplit('.').second.str();
+    llvm::StringRef module = l.module;
+    std::string kind =
+        (module.contains('.') ? module.rsplit('.').second : module).str();
     auto it = std::find_if(counts.begin(), counts.end(),
                            [&](const auto &c) { return c.first == kind; });
     if (it == counts.end())
@@ -119,12 +122,14 @@ int runCompileAdapter(const CompileAdapterArgs &args) {
   os << llvm::formatv("  loras         {0} projections: {1}\n", s->loras,
                       moduleCounts(*adapter));
   const char *rule = adapter->rslora ? "alpha/sqrt(r), rsLoRA" : "alpha/r";
+  auto g = [](double v) { return llvm::format("%g", v); };
   if (s->minRank == s->maxRank && s->minScale == s->maxScale)
     os << llvm::formatv("  rank          {0}, alpha {1}, scale {2} ({3})\n",
-                        s->maxRank, adapter->alpha, s->maxScale, rule);
+                        s->maxRank, g(adapter->alpha), g(s->maxScale), rule);
   else
     os << llvm::formatv("  rank          {0}..{1}, scale {2}..{3} ({4})\n",
-                        s->minRank, s->maxRank, s->minScale, s->maxScale, rule);
+                        s->minRank, s->maxRank, g(s->minScale), g(s->maxScale),
+                        rule);
   os << llvm::formatv("  parameters    {0} ({1} of matrices)\n", s->parameters,
                       human(double(s->dataBytes)));
   if (s->q8Matrices)

@@ -24,6 +24,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -294,7 +295,7 @@ int runCompile(const CompileArgs &args) {
     os << llvm::formatv("  merged        adapter '{0}': {1} projections, rank "
                         "{2}, scale {3} x alpha/r\n",
                         merged[i].name, merged[i].loras.size(), merged[i].r,
-                        mergeUses[i].second);
+                        llvm::format("%g", mergeUses[i].second));
   os << llvm::formatv("  digests       program {0}, weights {1}, source {2} "
                       "(BLAKE2b-256)\n",
                       format::hex(summary->programDigest).substr(0, 16),

@@ -5,6 +5,7 @@
 #include "fm/adapter.h"
 #include "fm/format.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
@@ -107,7 +108,8 @@ int runInspectAdapter(const InspectArgs &args) {
                       a.parameters(), root.loras()->size(), a.dataSize());
   for (const fad::Lora *l : *root.loras())
     os << llvm::formatv("    {0,-52} r {1,3}  scale {2,-8}  A {3}  B^T {4}\n",
-                        l->weight()->str(), l->rank(), l->scale(),
+                        l->weight()->str(), l->rank(),
+                        llvm::formatv("{0}", llvm::format("%g", l->scale())).str(),
                         matrixText(*l->a()), matrixText(*l->b_t()));
   return 0;
 }

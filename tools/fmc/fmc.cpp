@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--merge-adapter", comp.mergeAdapters,
                          "merge a PEFT LoRA adapter directory into the "
                          "weights before quantization, W + scale * "
-                         "(alpha/r) * B A (DIR[:scale], repeatable)");
+                         "(alpha/r) * B A (DIR[:scale], repeatable)")
+      ->allow_extra_args(false); // one directory per --merge-adapter
 
   fm::cli::CompileAdapterArgs cadapt;
   CLI::App *compileAdapterCmd = app.add_subcommand(
