@@ -73,6 +73,7 @@ NAMES = [
     ("fm/npy.h", "runtime-base"),
     ("fm/status.h", "runtime-base"),
     ("fm/communicator.h", "runtime-base"),
+    ("fm/device_info.h", "runtime-base"),
     ("fm/sampler.h", "runtime-kernels"),
     ("fm/", "runtime-core"),
     ("base/", "runtime-base"),

@@ -188,19 +188,7 @@ ArtifactFile::Options fileOptions(const LoadOptions &options) {
 
 } // namespace
 
-std::vector<DeviceInfo> probeDevices() {
-  std::vector<DeviceInfo> out;
-  for (const hal::DeviceInfo &d : hal::probeDevices()) {
-    DeviceInfo info;
-    info.name = d.name;
-    info.builtIn = d.builtIn;
-    info.present = d.present;
-    info.hardware = d.hardware;
-    info.description = d.description;
-    out.push_back(std::move(info));
-  }
-  return out;
-}
+std::vector<DeviceInfo> probeDevices() { return hal::probeDevices(); }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "fm/communicator.h"
+#include "fm/device_info.h"
 #include "fm/status.h"
 
 #include <cstddef>
@@ -24,17 +25,6 @@ namespace fm {
 
 class Sampler; // fm/sampler.h
 class Adapter; // fm/adapter.h
-
-/// A device kind of the runtime (probeDevices()).
-struct DeviceInfo {
-  std::string name;     // "cuda", "metal", "vulkan", "cpu"
-  bool builtIn = false; // compiled into this runtime
-  bool present = false; // built in and found on this machine
-  /// Hardware (a GPU, or the CPU), not a software emulation such as Mesa's
-  /// lavapipe: the default device choice takes only hardware.
-  bool hardware = false;
-  std::string description; // what was found, or why it is absent
-};
 
 /// Every device kind, best first (the order of the default choice).
 std::vector<DeviceInfo> probeDevices();
@@ -181,7 +171,7 @@ struct SessionOptions {
   enum class Activations { Int8x2, Int8, F32 };
   Activations activations = Activations::Int8x2;
   /// LoRA adapters from the start (Session::setAdapters).
-  std::vector<AdapterUse> adapters;
+  std::vector<AdapterUse> adapters{};
 };
 
 /// What a session has done, for reports.
