@@ -10,7 +10,28 @@ Usage:
   gen_checkpoint.py --family llama|afm7|pt_moe|mixtral|qwen2_moe|fm_vit|fm_vlm --preset NAME
                     --out DIR [--seed S] [--dtype f32|f16|bf16] [--shards N]
                     [--qat-grid GROUP] [--set key=value ...]
+                    [--lora-out DIR [--lora-rank R] [--lora-alpha A]
+                     [--lora-targets q_proj,v_proj | --lora-regex RE]
+                     [--lora-seed S] [--lora-rslora] [--lora-strength F]
+                     [--lora-rank-pattern JSON] [--lora-alpha-pattern JSON]
+                     [--lora-config KEY=JSON ...]]
   gen_checkpoint.py --list            # print the presets
+
+`--lora-out DIR` also (or, without --out, only) writes a PEFT LoRA adapter
+for the same config: DIR/adapter_config.json and DIR/adapter_model.safetensors
+with base_model.model.<module>.lora_A.weight [r, in] and .lora_B.weight
+[out, r] for every projection whose module matches the targets (PEFT's rule:
+a module equal to a listed name or ending in "." + it; a --lora-regex must
+match the whole module name).  Default targets: every projection kind of the
+family (llama-style q/k/v/o_proj and gate/up/down_proj; afm7 qkv_proj,
+out_proj, the KV-reuse layers' q_proj and gate/up/down_proj).  A ~
+normal(0, 1/sqrt(in)), B ~ normal(0, F/(s*sqrt(r))), with s = alpha/r (or
+alpha/sqrt(r) with --lora-rslora), so s*B*A*x has about F times the rms of
+W*x (default F 0.3: a clear change of the logits); both rounded to f16
+values, which an f16 adapter artifact stores exactly.  The rank and alpha of a
+module follow --lora-rank-pattern / --lora-alpha-pattern as PEFT reads them
+(first key k with re.match(r"(.*\.)?(k)$", module)).  --lora-config sets any
+other adapter_config.json field (e.g. use_dora=true, to test refusals).
 
 `--set key=value` overrides a config field (value parsed as JSON, a plain
 string if it is not valid JSON); it is applied before the tensors are shaped.
@@ -47,6 +68,7 @@ import copy
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -639,6 +661,104 @@ def write_checkpoint(out_dir, cfg, values, dtype="f32", shards=1):
 
 
 # ----------------------------------------------------------------------------
+# PEFT LoRA adapters
+
+LORA_TARGETS = {
+    "llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+              "down_proj"],
+    "afm7": ["qkv_proj", "out_proj", "q_proj", "gate_proj", "up_proj",
+             "down_proj"],
+}
+
+
+def _lora_pattern_value(patterns, module, default):
+    for key, value in (patterns or {}).items():
+        if re.match(r"(.*\.)?(%s)$" % key, module):
+            return value
+    return default
+
+
+def lora_modules(family, cfg, targets=None, regex=None):
+    """[(module, out, in)] of the projections the targets select, in order."""
+    if targets is None and regex is None:
+        targets = LORA_TARGETS.get(family, ["q_proj", "k_proj", "v_proj",
+                                            "o_proj"])
+    out = []
+    for name, shape, kind in tensor_specs(family, cfg):
+        if kind != PROJ or not name.endswith(".weight"):
+            continue
+        module = name[:-len(".weight")]
+        if regex is not None:
+            hit = re.fullmatch(regex, module) is not None
+        else:
+            hit = any(module == t or module.endswith("." + t) for t in targets)
+        if hit:
+            out.append((module, shape[0], shape[1]))
+    return out
+
+
+def make_lora(family, cfg, seed=1, rank=8, alpha=16.0, targets=None,
+              regex=None, rslora=False, strength=0.3, rank_pattern=None,
+              alpha_pattern=None):
+    """-> {module: (A [r, in], B [out, r], s)} float64."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for module, n_out, n_in in lora_modules(family, cfg, targets, regex):
+        r = int(_lora_pattern_value(rank_pattern, module, rank))
+        a = float(_lora_pattern_value(alpha_pattern, module, alpha))
+        s = a / math.sqrt(r) if rslora else a / r
+        # Rounded to f16 values: an f16 .fmba then holds them exactly, and
+        # what a comparison measures is the arithmetic, not the storage.
+        A = rng.normal(0.0, 1.0 / math.sqrt(n_in), size=(r, n_in))
+        B = rng.normal(0.0, strength / (abs(s) * math.sqrt(r)), size=(n_out, r))
+        A = A.astype(np.float16).astype(np.float64)
+        B = B.astype(np.float16).astype(np.float64)
+        out[module] = (A, B, s)
+    if not out:
+        raise ValueError("the LoRA targets select no projection of %s" % family)
+    return out
+
+
+def write_lora(out_dir, family, cfg, lora, rank=8, alpha=16.0, targets=None,
+               regex=None, rslora=False, rank_pattern=None, alpha_pattern=None,
+               dtype="f32", extra=None):
+    os.makedirs(out_dir, exist_ok=True)
+    if targets is None and regex is None:
+        targets = LORA_TARGETS.get(family, ["q_proj", "k_proj", "v_proj",
+                                            "o_proj"])
+    config = {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": "fmc-test/%s" % family,
+        "r": rank,
+        "lora_alpha": alpha,
+        "lora_dropout": 0.0,
+        "target_modules": regex if regex is not None else list(targets),
+        "bias": "none",
+        "use_rslora": rslora,
+        "use_dora": False,
+        "fan_in_fan_out": False,
+        "modules_to_save": None,
+        "rank_pattern": rank_pattern or {},
+        "alpha_pattern": alpha_pattern or {},
+        "init_lora_weights": True,
+        "inference_mode": True,
+    }
+    config.update(extra or {})
+    with open(os.path.join(out_dir, "adapter_config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    entries = []
+    for module, (A, B, _) in lora.items():
+        for part, m in (("lora_A", A), ("lora_B", B)):
+            st, raw = encode(m, dtype)
+            entries.append(("base_model.model.%s.%s.weight" % (module, part),
+                            st, list(m.shape), raw))
+    write_safetensors(os.path.join(out_dir, "adapter_model.safetensors"),
+                      entries)
+
+
+# ----------------------------------------------------------------------------
 # Driver
 
 
@@ -694,18 +814,50 @@ def main(argv=None):
     ap.add_argument("--qat-grid", type=int, default=None, metavar="GROUP")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON")
     ap.add_argument("--list", action="store_true", help="print the presets")
+    ap.add_argument("--lora-out", help="also write a PEFT LoRA adapter here")
+    ap.add_argument("--lora-rank", type=int, default=8)
+    ap.add_argument("--lora-alpha", type=float, default=16.0)
+    ap.add_argument("--lora-targets", help="comma-separated module names")
+    ap.add_argument("--lora-regex", help="target_modules as a regex string")
+    ap.add_argument("--lora-seed", type=int, default=1)
+    ap.add_argument("--lora-rslora", action="store_true")
+    ap.add_argument("--lora-strength", type=float, default=0.3)
+    ap.add_argument("--lora-rank-pattern", type=json.loads, default=None)
+    ap.add_argument("--lora-alpha-pattern", type=json.loads, default=None)
+    ap.add_argument("--lora-dtype", choices=sorted(DTYPES), default="f32")
+    ap.add_argument("--lora-config", action="append", default=[],
+                    metavar="KEY=JSON", help="set an adapter_config.json field")
     a = ap.parse_args(argv)
     if a.list:
         for fam in FAMILIES:
             for name, cfg in PRESETS[fam].items():
                 print("%s:%s %s" % (fam, name, json.dumps(cfg)))
         return 0
-    if not (a.family and a.preset and a.out):
-        ap.error("--family, --preset and --out are required")
+    if not (a.family and a.preset and (a.out or a.lora_out)):
+        ap.error("--family, --preset and --out (or --lora-out) are required")
     if a.qat_grid is not None and a.qat_grid <= 0:
         ap.error("--qat-grid must be positive")
     if a.shards < 1:
         ap.error("--shards must be >= 1")
+    if a.lora_out:
+        targets = a.lora_targets.split(",") if a.lora_targets else None
+        try:
+            cfg = make_config(a.family, a.preset, parse_set(a.set))
+            lora = make_lora(a.family, cfg, a.lora_seed, a.lora_rank,
+                             a.lora_alpha, targets, a.lora_regex, a.lora_rslora,
+                             a.lora_strength, a.lora_rank_pattern,
+                             a.lora_alpha_pattern)
+            write_lora(a.lora_out, a.family, cfg, lora, a.lora_rank,
+                       a.lora_alpha, targets, a.lora_regex, a.lora_rslora,
+                       a.lora_rank_pattern, a.lora_alpha_pattern, a.lora_dtype,
+                       parse_set(a.lora_config))
+        except (ValueError, KeyError, re.error) as e:
+            print("gen_checkpoint: error: %s" % e, file=sys.stderr)
+            return 2
+        print("wrote %s (LoRA adapter for %s:%s, %d projections)"
+              % (a.lora_out, a.family, a.preset, len(lora)))
+        if not a.out:
+            return 0
     try:
         cfg, values = generate(a.family, a.preset, a.out, a.seed, a.dtype,
                                a.shards, a.qat_grid, parse_set(a.set))

@@ -68,6 +68,7 @@ PATHS = [
 NAMES = [
     ("fm/fmb_generated.h", "runtime-schema"),
     ("fm/fmb_header_generated.h", "runtime-schema"),
+    ("fm/fmba_generated.h", "runtime-schema"),
     ("fm/format.h", "runtime-base"),
     ("fm/minisign.h", "runtime-base"),
     ("fm/artifact_signature.h", "runtime-base"),

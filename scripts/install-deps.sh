@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache git
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 clang-22 libclang-rt-22-dev
-  libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-pil

@@ -100,6 +100,20 @@ struct EmbedDesc {
   Rows out;
 };
 
+/// A low-rank side path on one weight of a matmul (a LoRA adapter):
+/// y[:, col0 .. col0 + rows) += scale · (x · aᵀ) · btᵀ, with a = A
+/// [rank][k] and bt = Bᵀ [rank][rows], f16 or packed 8-bit
+/// (WeightKind::Quant, 8 bits, balanced). Terms whose `a`s lie back to back
+/// in one buffer and format (the stacked projections of a fused matmul, as
+/// the adapter compiler writes them) form one [Σ rank][k] product, so x is
+/// read once for all of them.
+struct LoraTerm {
+  WeightDesc a, bt;
+  int64_t rank = 0;
+  int64_t col0 = 0, rows = 0; // the weight's columns of y
+  float scale = 1.0f;         // alpha / r (or / sqrt r), times the user's scale
+};
+
 /// y (+)= x · concat(weights)ᵀ; the weights are stacked along their rows
 /// (all [rows_i][k]), so weight i writes columns [col_i, col_i + rows_i).
 struct MatmulDesc {
@@ -110,6 +124,9 @@ struct MatmulDesc {
   int64_t maxRows = 1; // the most rows a launch gives
   /// How packed weights meet the activations (the session's choice).
   kernels::QActivations activations = kernels::QActivations::Int8x2;
+  /// The session's adapters on these weights, added after W·x (empty: the
+  /// base alone, the same kernel as without adapters).
+  std::vector<LoraTerm> lora;
 };
 
 /// Causal GQA attention of the launch's rows over one cache slot.

@@ -905,6 +905,14 @@ Status ArtifactFile::checkSignature(const Options &options) {
                        ", which is not trusted (trusted: " + trusted + ")");
 }
 
+format::Digest ArtifactFile::sourceDigest() const {
+  return toDigest(root_->source_digest());
+}
+
+bool ArtifactFile::hasSourceDigest() const {
+  return root_->source_digest() != nullptr;
+}
+
 Status ArtifactFile::verify(const Options &options) {
   const std::string &n = name_;
   // [u32 N][u32 root offset][4-byte identifier] at least.

@@ -2,6 +2,7 @@
 // (each command kind's build() in runtime/src/commands/).
 #include "Executor.h"
 
+#include "Lora.h"
 #include "commands/Command.h"
 
 #include <algorithm>
@@ -79,6 +80,21 @@ public:
   int rank() override { return e_.rank_; }
   hal::CollectiveStats *collectiveStats() override { return &e_.collectives_; }
   kernels::QActivations activations() override { return options_.activations; }
+  void loraTerms(uint32_t weight, int64_t col0, int64_t rows,
+                 std::vector<hal::LoraTerm> &out) override {
+    if (!e_.lora_ || weight >= e_.lora_->size())
+      return;
+    for (const LoraPiece &p : (*e_.lora_)[weight]) {
+      hal::LoraTerm t;
+      t.a = p.a;
+      t.bt = p.bt;
+      t.rank = p.rank;
+      t.col0 = col0;
+      t.rows = rows;
+      t.scale = p.scale;
+      out.push_back(std::move(t));
+    }
+  }
   int64_t maxRows() override { return maxRows_; }
   std::string where() override {
     return e_.name_ + ": program '" + program_ + "': command " +
@@ -108,6 +124,8 @@ Status Executor::build(const LoadedModel &model,
   const fa::Artifact &root = model.artifact->root();
   hal::Device &device = *model.device;
   device_ = &device;
+  model_ = model;
+  options_ = options;
   name_ = model.artifact->name();
   vocab_ = root.vocab_size();
   auto withName = [&](const Status &s) {
@@ -187,6 +205,8 @@ Status Executor::build(const LoadedModel &model,
       if (command->op_type() == fa::Op::Embed)
         p.embeds = true;
       Step s;
+      s.command = command;
+      s.index = commandIndex;
       s.lastRowOnly = command->last_row_only();
       s.track = block >= 0 ? command->track() : -1;
       builder.setCommand(p.phase, commandIndex, s.lastRowOnly ? 1 : p.maxRows);
@@ -239,29 +259,73 @@ Status Executor::build(const LoadedModel &model,
     programs_.push_back(std::move(p));
   }
 
-  hal::QueueOptions qo;
-  qo.threads = options.threads;
-  qo.scratchBytes = scratch;
-  auto queue = device.createQueue(qo);
-  if (!queue)
-    return withName(queue.status());
-  queue_ = std::move(*queue);
-  // A track queue per track that may run at once (none on one thread: the
-  // tracks then run in turn on the session's queue).
-  if (queue_->threads() > 1 && lanes > 1) {
-    qo.threads = 1;
-    qo.trackLane = true;
-    for (int t = 0; t < lanes; ++t) {
-      auto lane = device.createQueue(qo);
-      if (!lane)
-        return withName(lane.status());
-      trackQueues_.push_back(std::move(*lane));
-    }
-  }
+  lanes_ = lanes;
+  FM_RETURN_IF_ERROR(createQueues(scratch));
   if (!arena_->host())
     logitsHost_.resize(static_cast<size_t>(vocab_));
   allocatedBytes_ = cacheBytes() + arenaBytes +
                     scratch * (1 + uint64_t(trackQueues_.size()));
+  return Status::ok();
+}
+
+Status Executor::createQueues(uint64_t scratch) {
+  hal::QueueOptions qo;
+  qo.threads = options_.threads;
+  qo.scratchBytes = scratch;
+  auto queue = device_->createQueue(qo);
+  if (!queue)
+    return Status::error(name_ + ": " + queue.message());
+  // A track queue per track that may run at once (none on one thread: the
+  // tracks then run in turn on the session's queue).
+  std::vector<std::unique_ptr<hal::Queue>> lanes;
+  if ((*queue)->threads() > 1 && lanes_ > 1) {
+    qo.threads = 1;
+    qo.trackLane = true;
+    for (int t = 0; t < lanes_; ++t) {
+      auto lane = device_->createQueue(qo);
+      if (!lane)
+        return Status::error(name_ + ": " + lane.message());
+      lanes.push_back(std::move(*lane));
+    }
+  }
+  queue_ = std::move(*queue);
+  trackQueues_ = std::move(lanes);
+  scratch_ = scratch;
+  return Status::ok();
+}
+
+Status Executor::setLora(const LoraTable *lora) {
+  // Every MatMul kernel again, into new lists first: on error nothing
+  // changes.
+  const LoraTable *before = lora_;
+  lora_ = lora;
+  Builder builder(*this, model_, options_);
+  std::vector<std::pair<Step *, std::unique_ptr<hal::Kernel>>> rebuilt;
+  uint64_t scratch = 0;
+  for (Program &p : programs_)
+    for (Step &s : p.steps) {
+      if (s.command->op_type() != fa::Op::MatMul) {
+        scratch = std::max(scratch, s.kernel->scratchBytes());
+        continue;
+      }
+      builder.setCommand(p.phase, s.index, s.lastRowOnly ? 1 : p.maxRows);
+      auto kernel = commandKind(fa::Op::MatMul)->build(builder, *s.command);
+      if (!kernel) {
+        lora_ = before;
+        return Status::error(name_ + ": program '" + p.phase + "' command " +
+                             std::to_string(s.index) + ": " + kernel.message());
+      }
+      scratch = std::max(scratch, (*kernel)->scratchBytes());
+      rebuilt.emplace_back(&s, std::move(*kernel));
+    }
+  if (scratch > scratch_) {
+    if (Status st = createQueues(scratch); !st) {
+      lora_ = before;
+      return st;
+    }
+  }
+  for (auto &[step, kernel] : rebuilt)
+    step->kernel = std::move(kernel);
   return Status::ok();
 }
 

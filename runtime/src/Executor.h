@@ -24,6 +24,10 @@ struct LoadedModel {
   const hal::Executable *executable = nullptr; // null: not loaded
 };
 
+struct LoraPiece;
+/// Per base weight index, what attached LoRA adapters add (Lora.h).
+using LoraTable = std::vector<std::vector<LoraPiece>>;
+
 struct ExecutorOptions {
   int threads = 0; // <= 0: one per core
   kernels::QActivations activations = kernels::QActivations::Int8x2;
@@ -65,6 +69,13 @@ public:
   /// The rank of the partition this process runs.
   int rank() const { return rank_; }
   const hal::CollectiveStats &collectiveStats() const { return collectives_; }
+
+  /// Prepares every MatMul kernel again with the side paths of `lora` (per
+  /// base weight index; null: none, the kernels the executor started
+  /// with), growing the queues' scratch when the side paths need more.
+  /// `lora` and the buffers it names must outlive the kernels (until the
+  /// next call or the executor's end). On error the old kernels stay.
+  Status setLora(const LoraTable *lora);
 
   /// Runs `program` on `rows` tokens at positions pos .. pos + rows - 1.
   /// Requires 1 <= rows <= max_rows, pos + rows <= every cache's capacity,
@@ -109,6 +120,8 @@ private:
   };
   struct Step {
     std::unique_ptr<hal::Kernel> kernel;
+    const artifact::Command *command = nullptr; // for setLora
+    uint32_t index = 0;                   // in its program's commands
     bool lastRowOnly = false;
     int32_t section = -1; // index into Program::sections
     int32_t track = -1;
@@ -135,9 +148,16 @@ private:
 
   Executor() = default;
   Status build(const LoadedModel &model, const ExecutorOptions &options);
+  /// The session's queue and track queues, with `scratch` bytes each.
+  Status createQueues(uint64_t scratch);
 
   std::string name_; // the artifact's, for messages
   hal::Device *device_ = nullptr;
+  LoadedModel model_;
+  ExecutorOptions options_;
+  const LoraTable *lora_ = nullptr;
+  uint64_t scratch_ = 0; // bytes of scratch the queues have
+  int lanes_ = 1;        // track queues wanted (tracks that run at once)
   std::vector<Program> programs_;
   std::vector<Cache> caches_;
   std::unique_ptr<hal::Buffer> arena_;

@@ -2,6 +2,8 @@
 #include "fm/runtime.h"
 
 #include "Executor.h"
+#include "Lora.h"
+#include "fm/adapter.h"
 #include "fm/artifact.h"
 #include "fm/minisign.h"
 #include "fm/sampler.h"
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -373,10 +376,18 @@ const ProgramInfo *Model::program(const std::string &phase) const {
 // Session
 // ---------------------------------------------------------------------------
 
+const rt::LoadedModel &rt::loadedModel(const Model &model) {
+  return model.impl().loaded;
+}
+
 struct Session::Impl {
   std::shared_ptr<Model> model;
   Status status;
   std::unique_ptr<rt::Executor> exec;
+  /// The attached adapters and what they add per base weight (the
+  /// executor's kernels point into both).
+  std::vector<AdapterUse> adapters;
+  std::unique_ptr<rt::LoraTable> lora;
   int64_t position = 0;
   std::vector<float> allLogits;
   int64_t decodeTokens = 0, decodeCollectives = 0;
@@ -443,6 +454,8 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
       impl_->status = exec.status();
     else
       impl_->exec = std::move(*exec);
+    if (impl_->exec && !options.adapters.empty())
+      impl_->status = setAdapters(options.adapters);
   } catch (const std::exception &e) {
     impl_->status = Status::error(impl_->prefix() +
                                   "cannot create a session: " + e.what());
@@ -563,6 +576,49 @@ Expected<int32_t> Session::sample(Sampler &sampler,
 
 uint64_t Session::memoryBytes() const {
   return impl_->exec ? impl_->exec->allocatedBytes() : 0;
+}
+
+Status Session::setAdapters(const std::vector<AdapterUse> &adapters) {
+  Impl &s = *impl_;
+  if (!s.exec)
+    return s.status;
+  auto table = std::make_unique<rt::LoraTable>();
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    const AdapterUse &use = adapters[i];
+    if (!use.adapter)
+      return Status::error(s.prefix() + "adapter " + std::to_string(i) +
+                           " is null");
+    const Adapter::Impl &a = use.adapter->impl();
+    if (a.model.get() != s.model.get())
+      return Status::error(use.adapter->name() + " was loaded for " +
+                           a.model->name() + ", not for this session's model " +
+                           s.model->name() + " (Adapter::load it for each)");
+    if (!std::isfinite(use.scale))
+      return Status::error(use.adapter->name() + ": scale " +
+                           std::to_string(use.scale) + " is not finite");
+    if (table->empty())
+      table->resize(s.model->impl().artifact->root().weights()->size());
+    for (const auto &[weight, piece] : a.pieces) {
+      rt::LoraPiece p = piece;
+      p.scale *= use.scale;
+      (*table)[weight].push_back(std::move(p));
+    }
+  }
+  // The executor points into the new table; the old one (and the adapters
+  // it came from) may go only after the kernels were rebuilt.
+  const rt::LoraTable *next = adapters.empty() ? nullptr : table.get();
+  try {
+    FM_RETURN_IF_ERROR(s.exec->setLora(next));
+  } catch (const std::exception &e) {
+    return Status::error(s.prefix() + "cannot attach the adapters: " + e.what());
+  }
+  s.lora = adapters.empty() ? nullptr : std::move(table);
+  s.adapters = adapters;
+  return Status::ok();
+}
+
+const std::vector<AdapterUse> &Session::adapters() const {
+  return impl_->adapters;
 }
 
 SessionStats Session::stats() const {

@@ -34,10 +34,12 @@ writeArtifact(mlir::ModuleOp module,
   if (!streamed)
     return streamed.takeError();
 
-  // The weights digest goes into the FlatBuffer, which the program digest
-  // then covers (its own 32 bytes taken as zeros).
+  // The weights and source digests go into the FlatBuffer, which the
+  // program digest then covers (its own 32 bytes taken as zeros).
   std::memcpy(head.data() + program->weightsDigestOffset,
               streamed->digest.data(), format::kDigestBytes);
+  std::memcpy(head.data() + program->sourceDigestOffset,
+              streamed->sourceDigest.data(), format::kDigestBytes);
   const format::Digest programDigest = format::programDigest(
       head.data(), head.size(), program->programDigestOffset);
   std::memcpy(head.data() + program->programDigestOffset, programDigest.data(),
@@ -78,6 +80,7 @@ writeArtifact(mlir::ModuleOp module,
   }
   s.programDigest = programDigest;
   s.weightsDigest = streamed->digest;
+  s.sourceDigest = streamed->sourceDigest;
   return s;
 }
 

@@ -33,7 +33,7 @@ struct ArtifactSummary {
   /// Totals over the quantized tensors.
   uint64_t quantizedElements = 0, quantizedBytes = 0;
   double quantSqError = 0, quantSqSum = 0;
-  format::Digest programDigest{}, weightsDigest{};
+  format::Digest programDigest{}, weightsDigest{}, sourceDigest{};
 };
 
 /// Bytes to append after the data section, made from the finished

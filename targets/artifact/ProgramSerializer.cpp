@@ -378,7 +378,8 @@ llvm::Expected<SerializedProgram> Serializer::run() {
       model_.getHiddenSize(), out_.numLayers, plan_.parameters,
       fbb.CreateVector(wtab), plan_.dataSize, &zero, &zero,
       fbb.CreateVector(caches), fbb.CreateVector(programs),
-      fbb.CreateVector(exes), out_.ranks, out_.numTracks, out_.numTrackBlocks);
+      fbb.CreateVector(exes), out_.ranks, out_.numTracks, out_.numTrackBlocks,
+      &zero);
   fbb.FinishSizePrefixed(root, format::kFileIdentifier);
 
   out_.head.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
@@ -388,6 +389,8 @@ llvm::Expected<SerializedProgram> Serializer::run() {
       reinterpret_cast<const uint8_t *>(art->program_digest()) - out_.head.data();
   out_.weightsDigestOffset =
       reinterpret_cast<const uint8_t *>(art->weights_digest()) - out_.head.data();
+  out_.sourceDigestOffset =
+      reinterpret_cast<const uint8_t *>(art->source_digest()) - out_.head.data();
   return std::move(out_);
 }
 

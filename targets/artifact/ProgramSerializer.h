@@ -21,8 +21,9 @@ struct SerializedProgram {
   /// The file's bytes before the data section: the size prefix, the
   /// FlatBuffer, zero padding to a multiple of 64.
   std::vector<uint8_t> head;
-  /// Offsets in `head` of the two digest fields.
+  /// Offsets in `head` of the digest fields.
   size_t programDigestOffset = 0, weightsDigestOffset = 0;
+  size_t sourceDigestOffset = 0;
   // For the report.
   std::map<std::string, unsigned> commandsPerPhase;
   std::map<std::string, unsigned> collectivesPerPhase;

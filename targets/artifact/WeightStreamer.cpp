@@ -8,7 +8,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 using namespace mlir;
 
@@ -49,6 +51,22 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// BLAKE2b-256 of one source tensor: its name, dtype, shape and bytes as
+/// the source serves them.
+format::Digest sourceTensorDigest(const import::WeightSource &source,
+                                  const import::TensorInfo &t) {
+  format::Hasher h;
+  h.update(t.name.data(), t.name.size() + 1);
+  const char *dtype = import::dtypeName(t.dtype);
+  h.update(dtype, std::strlen(dtype) + 1);
+  const uint64_t rank = t.shape.size();
+  h.update(&rank, sizeof(rank));
+  h.update(t.shape.data(), t.shape.size() * sizeof(int64_t));
+  llvm::ArrayRef<uint8_t> bytes = source.data(t);
+  h.update(bytes.data(), bytes.size());
+  return h.finish();
+}
+
 } // namespace
 
 WeightPlan planWeights(ModuleOp module) {
@@ -75,6 +93,7 @@ streamWeights(const WeightPlan &plan, const import::WeightSource &source,
               const std::function<void(llvm::StringRef)> &progress) {
   StreamResult result;
   format::Hasher hash;
+  std::vector<std::pair<std::string, format::Digest>> sources;
   std::vector<float> values;
   std::vector<uint8_t> packed;
   static const std::vector<uint8_t> zeros(format::kDataAlignment, 0);
@@ -92,6 +111,7 @@ streamWeights(const WeightPlan &plan, const import::WeightSource &source,
       return error("weight '" + w.key + "' changed shape since import (" +
                    import::formatShape(t->shape) + ", expected " +
                    import::formatShape(w.shape) + ")");
+    sources.push_back({w.key, sourceTensorDigest(source, *t)});
     import::readF32(source, *t, values);
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(values.data());
     switch (w.kind) {
@@ -133,6 +153,15 @@ streamWeights(const WeightPlan &plan, const import::WeightSource &source,
     lastPct = pct;
   }
   result.digest = hash.finish();
+  // In name order, so that the digest does not depend on where the plan
+  // put each tensor.
+  std::sort(sources.begin(), sources.end());
+  format::Hasher all;
+  for (const auto &[key, digest] : sources) {
+    all.update(key.data(), key.size() + 1);
+    all.update(digest.data(), digest.size());
+  }
+  result.sourceDigest = all.finish();
   return result;
 }
 

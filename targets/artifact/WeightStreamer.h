@@ -52,6 +52,9 @@ struct QuantErrorEntry {
 
 struct StreamResult {
   format::Digest digest{}; // of the data section
+  /// Of the source tensors as `source` served them (fmb.fbs:
+  /// source_digest), independent of how they were stored.
+  format::Digest sourceDigest{};
   std::vector<QuantErrorEntry> quantErrors; // per packed tensor, in order
 };
 

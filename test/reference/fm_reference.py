@@ -14,8 +14,13 @@ Module API:
   vit(config, weights, image) -> float32 [g_out^2, D]   (fm_vit; image [3, S, S])
   preprocess_image(vit_config, path) -> float32 [3, S, S]  (PIL, as the runtime)
 
+  load_adapter(dir) -> (adapter_config dict, {module: (A, B, s)})
+  merge_adapters(weights, [(dir, scale), ...]) -> weights with
+      W' = W + scale * s * B @ A for every module an adapter updates
+
 CLI:
   fm_reference.py MODEL_DIR --tokens 1,2,3 [--image F ...] [--out ref.npy]
+                  [--adapter ADAPTER_DIR[:SCALE] ...]
                   [--compare got.npy [--rtol 1e-3] [--min-argmax-agree F]]
   fm_reference.py FM_VIT_DIR --image photo.png|x.npy [--out tokens.npy] [--compare ..]
   (fm_vit compares image tokens by max|ref-got| alone, no argmax.)
@@ -25,6 +30,13 @@ CLI:
   For MoE models the line ends with min_route_gap=G: the smallest margin
   between the k-th and (k+1)-th routing probability at these tokens (near 0:
   an expert choice can flip on rounding noise; pick other tokens).
+
+LoRA adapters (PEFT): adapter_config.json and adapter_model.safetensors with
+base_model.model.<module>.lora_A.weight [r, in] and .lora_B.weight [out, r];
+s = lora_alpha / r (lora_alpha / sqrt(r) with use_rslora), r and alpha per
+module from rank_pattern / alpha_pattern (the first key k, in file order,
+with re.match(r"(.*\.)?(k)$", module)).  --adapter is repeatable: the
+updates are summed.
 
 Semantics notes:
   * RMSNorm(x) = x / sqrt(mean(x^2) + eps) * w.
@@ -47,6 +59,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -109,6 +122,71 @@ def load_checkpoint(model_dir):
                 raise ValueError("tensor %s appears twice" % k)
             weights[k] = v
     return cfg, weights
+
+
+def load_adapter(adapter_dir):
+    """-> (config, {module: (A [r, in], B [out, r], s)}) as float64."""
+    with open(os.path.join(adapter_dir, "adapter_config.json")) as f:
+        cfg = json.load(f, object_pairs_hook=lambda kv: dict(kv))
+    tensors = _read_safetensors(os.path.join(adapter_dir,
+                                             "adapter_model.safetensors"))
+    pre, suf_a, suf_b = "base_model.model.", ".lora_A.weight", ".lora_B.weight"
+    modules = {}
+    for name, value in tensors.items():
+        if not name.startswith(pre) or not (name.endswith(suf_a)
+                                            or name.endswith(suf_b)):
+            raise ValueError("%s: tensor %s is not a LoRA weight"
+                             % (adapter_dir, name))
+        module = name[len(pre):-len(suf_a)]
+        modules.setdefault(module, {})["A" if name.endswith(suf_a) else "B"] = \
+            value.astype(np.float64)
+
+    def pattern(patterns, module, default):
+        for key, value in (patterns or {}).items():
+            if re.match(r"(.*\.)?(%s)$" % key, module):
+                return value
+        return default
+
+    out = {}
+    for module, m in modules.items():
+        if "A" not in m or "B" not in m:
+            raise ValueError("%s: module %s lacks lora_A or lora_B"
+                             % (adapter_dir, module))
+        r = int(pattern(cfg.get("rank_pattern"), module, cfg["r"]))
+        alpha = float(pattern(cfg.get("alpha_pattern"), module,
+                              cfg["lora_alpha"]))
+        if m["A"].shape[0] != r or m["B"].shape[1] != r:
+            raise ValueError("%s: module %s has rank %d/%d, config says %d"
+                             % (adapter_dir, module, m["A"].shape[0],
+                                m["B"].shape[1], r))
+        s = alpha / np.sqrt(r) if cfg.get("use_rslora") else alpha / r
+        out[module] = (m["A"], m["B"], s)
+    return cfg, out
+
+
+def merge_adapters(weights, adapters):
+    """weights with W' = W + scale * s * B @ A for each (dir, scale)."""
+    W = dict(weights)
+    for adapter_dir, scale in adapters:
+        _, lora = load_adapter(adapter_dir)
+        for module, (A, B, s) in lora.items():
+            key = module + ".weight"
+            if key not in W:
+                raise KeyError("%s: the model has no weight %s"
+                               % (adapter_dir, key))
+            W[key] = np.asarray(W[key], dtype=np.float64) + scale * s * (B @ A)
+    return W
+
+
+def parse_adapter_arg(text):
+    """"DIR[:SCALE]" -> (dir, scale)."""
+    head, sep, tail = text.rpartition(":")
+    if sep:
+        try:
+            return head, float(tail)
+        except ValueError:
+            pass
+    return text, 1.0
 
 
 # ----------------------------------------------------------------------------
@@ -861,9 +939,14 @@ def main(argv=None):
                     help="compare against another [tokens, vocab] array")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--min-argmax-agree", type=float, default=None)
+    ap.add_argument("--adapter", action="append", default=[],
+                    metavar="DIR[:SCALE]",
+                    help="merge a PEFT LoRA adapter (repeatable, summed)")
     a = ap.parse_args(argv)
     try:
         cfg, W = load_checkpoint(a.model_dir)
+        if a.adapter:
+            W = merge_adapters(W, [parse_adapter_arg(x) for x in a.adapter])
         stats = {}
         mt = cfg.get("model_type")
         vcfg = cfg.get("vision_config") if mt == "fm_vlm" else cfg

@@ -4,6 +4,7 @@
 // partitioned over ranks as one process per rank; rank 0 samples, prints
 // and writes files.
 #include "fm/minisign.h"
+#include "fm/adapter.h"
 #include "fm/npy.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,7 +47,35 @@ struct Args {
   bool listDevices = false;
   std::vector<std::string> trustedKeys; // public key files
   uint64_t maxMemory = 0;               // bytes; 0: physical memory
+  std::vector<std::string> adapters; // "a.fmba[:scale]"
 };
+
+// "a.fmba[:scale]": the scale after the last ':' when it is a number (a
+// path that itself holds a ':' and exists is taken whole).
+bool parseAdapter(const std::string &text, std::string *path, float *scale,
+                  std::string *error) {
+  *path = text;
+  *scale = 1.0f;
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    return true;
+  const std::string tail = text.substr(colon + 1);
+  char *end = nullptr;
+  errno = 0;
+  const float v = tail.empty() ? 0.0f : std::strtof(tail.c_str(), &end);
+  if (!tail.empty() && *end == '\0' && errno == 0 && std::isfinite(v)) {
+    *path = text.substr(0, colon);
+    *scale = v;
+    return true;
+  }
+  if (FILE *f = std::fopen(text.c_str(), "rb")) {
+    std::fclose(f);
+    return true;
+  }
+  *error = "--adapter '" + text + "': the scale after ':' ('" + tail +
+           "') is not a number";
+  return false;
+}
 
 // --activations (checked by CLI11 to be one of these names).
 fm::SessionOptions::Activations activationsOf(const std::string &name) {
@@ -215,6 +245,22 @@ int run(const Args &args, fm::Communicator *comm) {
              " tokens do not fit in the context of " +
              std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
+    for (const std::string &arg : args.adapters) {
+      std::string path;
+      float scale = 1.0f;
+      if (!parseAdapter(arg, &path, &scale, &e))
+        return e;
+      auto adapter = fm::Adapter::load(model, path);
+      if (!adapter)
+        return adapter.message();
+      if (leader)
+        std::fprintf(stderr,
+                     "fm-run: adapter %s: %lld projections, rank %lld, "
+                     "scale %g x alpha/r\n",
+                     path.c_str(), static_cast<long long>((*adapter)->loras()),
+                     static_cast<long long>((*adapter)->maxRank()), scale);
+      sessionOptions.adapters.push_back({*adapter, scale});
+    }
     sessionOptions.activations = activationsOf(args.activations);
     sessionOptions.threads = args.threads;
     // By default the ranks on one machine share its cores.
@@ -422,6 +468,11 @@ int main(int argc, char **argv) {
                  "(KV caches, arena, weights a GPU copies): bytes or 512M, "
                  "8G, ... (default: the physical memory)")
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--adapter", args.adapters,
+                 "attach a LoRA adapter (.fmba from fmc compile-adapter) as "
+                 "FILE[:scale]; scale multiplies its alpha/r (default 1); "
+                 "repeatable: the adapters are summed")
+      ->allow_extra_args(false); // one file per --adapter
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -32,6 +32,8 @@ struct CompileArgs {
   bool devicesAlias = false; // given as the deprecated --devices
   std::string dumpIr;      // write the planned kernel-level IR here
   std::string signKey;     // sign with this minisign secret key file
+  /// PEFT adapter directories to merge, "DIR[:scale]" (W + scale·s·B·A).
+  std::vector<std::string> mergeAdapters;
 };
 int runCompile(const CompileArgs &args);
 
@@ -40,6 +42,14 @@ struct KeygenArgs {
   bool force = false;      // replace existing files
 };
 int runKeygen(const KeygenArgs &args);
+
+struct CompileAdapterArgs {
+  std::string adapterDir; // PEFT: adapter_config.json + adapter_model.safetensors
+  std::string base;       // the .fmb it is for
+  std::string output;     // the .fmba
+  std::string quant = "f16"; // f16 | w8
+};
+int runCompileAdapter(const CompileAdapterArgs &args);
 
 struct InspectArgs {
   std::string artifact;
@@ -52,5 +62,7 @@ struct InspectArgs {
   std::string signatureOut;      // write the signature (.minisig) here
 };
 int runInspect(const InspectArgs &args);
+/// `fmc inspect` of a .fmba (runInspect calls it for one).
+int runInspectAdapter(const InspectArgs &args);
 
 } // namespace fm::cli

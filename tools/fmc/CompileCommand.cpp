@@ -7,6 +7,8 @@
 #include "dialects/fm/IR/FmOps.h"
 #include "dialects/fmk/IR/FmkDialect.h"
 #include "import/Importer.h"
+#include "import/weights/LoraMerge.h"
+#include "import/weights/PeftAdapter.h"
 #include "passes/Passes.h"
 #include "targets/BuiltinTargets.h"
 #include "targets/Target.h"
@@ -21,7 +23,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -68,6 +72,31 @@ int fail(const llvm::Twine &msg) {
 }
 
 void progress(llvm::StringRef line) { llvm::errs() << "fmc: " << line << "\n"; }
+
+/// The projections LoRA adapters may update: every fmk.matmul weight that
+/// is no embedding table (a tied LM head), in first-use order.
+import::AdapterBase adapterBase(mlir::ModuleOp module, llvm::StringRef family,
+                                llvm::StringRef name) {
+  import::AdapterBase base;
+  base.family = family.str();
+  base.name = name.str();
+  llvm::StringSet<> tables, seen;
+  module.walk([&](mlir::fmk::EmbedOp e) {
+    if (auto p = e.getTable().getDefiningOp<mlir::fm::ParamOp>())
+      tables.insert(p.getKey());
+  });
+  module.walk([&](mlir::fmk::MatmulOp mm) {
+    for (mlir::Value w : mm.getWeights()) {
+      auto p = w.getDefiningOp<mlir::fm::ParamOp>();
+      if (!p || tables.contains(p.getKey()) || !seen.insert(p.getKey()).second)
+        continue;
+      auto t = mlir::cast<mlir::RankedTensorType>(p.getType());
+      base.projections.push_back(
+          {p.getKey().str(), t.getShape()[0], t.getShape()[1]});
+    }
+  });
+  return base;
+}
 
 } // namespace
 
@@ -175,6 +204,27 @@ int runCompile(const CompileArgs &args) {
       return fail(llvm::toString(opened.takeError()));
     weights = std::move(*opened);
   }
+  // LoRA adapters to merge: read against the module's projections, then
+  // applied as the weights stream (W + scale·s·B·A before quantization).
+  std::vector<import::PeftAdapter> merged;
+  std::vector<std::pair<const import::PeftAdapter *, double>> mergeUses;
+  merged.reserve(args.mergeAdapters.size());
+  for (const std::string &arg : args.mergeAdapters) {
+    auto parsed = import::parseAdapterArg(arg, "--merge-adapter");
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    auto adapter = import::readPeftAdapter(
+        parsed->path, adapterBase(*module, model.getFamily(), args.input));
+    if (!adapter)
+      return fail(llvm::toString(adapter.takeError()));
+    merged.push_back(std::move(*adapter));
+    mergeUses.emplace_back(&merged.back(), parsed->scale);
+  }
+  import::MergedWeightSource mergedWeights(weights, mergeUses);
+  const import::WeightSource &source =
+      merged.empty() ? static_cast<const import::WeightSource &>(weights)
+                     : mergedWeights;
+
   writer::TrailerMaker trailer;
   if (!args.signKey.empty()) {
     auto signer = signatureTrailer(args.signKey, model.getFamily().str(),
@@ -184,7 +234,7 @@ int runCompile(const CompileArgs &args) {
     trailer = std::move(*signer);
   }
   progress("writing " + args.output);
-  auto summary = writer::writeArtifact(*module, executables, weights,
+  auto summary = writer::writeArtifact(*module, executables, source,
                                        args.output, progress, trailer);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
@@ -250,9 +300,16 @@ int runCompile(const CompileArgs &args) {
     for (const writer::QuantErrorEntry &e : summary->quantErrors)
       os << llvm::formatv("    {0,-56} w{1}  {2:F5}\n", e.name, e.bits, e.relativeRms);
   }
-  os << llvm::formatv("  digests       program {0}, weights {1} (BLAKE2b-256)\n",
+  for (size_t i = 0; i < merged.size(); ++i)
+    os << llvm::formatv("  merged        adapter '{0}': {1} projections, rank "
+                        "{2}, scale {3} x alpha/r\n",
+                        merged[i].name, merged[i].loras.size(), merged[i].r,
+                        llvm::format("%g", mergeUses[i].second));
+  os << llvm::formatv("  digests       program {0}, weights {1}, source {2} "
+                      "(BLAKE2b-256)\n",
                       format::hex(summary->programDigest).substr(0, 16),
-                      format::hex(summary->weightsDigest).substr(0, 16));
+                      format::hex(summary->weightsDigest).substr(0, 16),
+                      format::hex(summary->sourceDigest).substr(0, 16));
   if (!args.signKey.empty())
     os << llvm::formatv("  signed        with {0}\n", args.signKey);
   os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "

@@ -12,6 +12,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
+#include <fstream>
 #include <set>
 
 namespace fm::cli {
@@ -156,6 +158,15 @@ int extract(const ArtifactFile &a, const InspectArgs &args) {
 } // namespace
 
 int runInspect(const InspectArgs &args) {
+  // A LoRA adapter is told by its identifier (bytes 8..11, after the size
+  // prefix and the root offset).
+  {
+    char head[12] = {};
+    std::ifstream in(args.artifact, std::ios::binary);
+    if (in.read(head, sizeof(head)) &&
+        std::memcmp(head + 8, format::kAdapterFileIdentifier, 4) == 0)
+      return runInspectAdapter(args);
+  }
   ArtifactFile::Options opts;
   opts.checkWeightsDigest = args.verifyHash;
   auto keys = readTrustedKeys(args.trustedKeys);
@@ -202,6 +213,8 @@ int runInspect(const InspectArgs &args) {
     out["tensor_parallel_collectives_per_token"] = (int64_t)(2 * root.num_layers());
     out["program_digest"] = format::hex(a.programDigest());
     out["weights_digest"] = format::hex(a.weightsDigest());
+    if (a.hasSourceDigest())
+      out["source_digest"] = format::hex(a.sourceDigest());
     if (root.config_json()) {
       if (auto cfg = llvm::json::parse(root.config_json()->str()))
         out["config"] = std::move(*cfg);
@@ -281,10 +294,14 @@ int runInspect(const InspectArgs &args) {
   os << llvm::formatv("  parameters    {0} in {1} tensors, {2} of weights\n",
                       root.parameters(), root.weights()->size(),
                       human(a.dataSize()));
-  os << llvm::formatv("  digests       program {0} (verified), weights {1}{2}\n",
+  os << llvm::formatv("  digests       program {0} (verified), weights {1}{2}, "
+                      "source {3}\n",
                       format::hex(a.programDigest()).substr(0, 16),
                       format::hex(a.weightsDigest()).substr(0, 16),
-                      args.verifyHash ? " (verified)" : "");
+                      args.verifyHash ? " (verified)" : "",
+                      a.hasSourceDigest()
+                          ? format::hex(a.sourceDigest()).substr(0, 16)
+                          : std::string("none"));
   if (int rc = describeSignatures(a, args, os))
     return rc;
   for (const fa::KvCache *c : *root.caches())

@@ -1,4 +1,5 @@
-// fmc: the ahead-of-time compiler's command line (import, compile, inspect).
+// fmc: the ahead-of-time compiler's command line (import, compile,
+// compile-adapter, inspect).
 #include "Commands.h"
 
 #include <CLI/CLI.hpp>
@@ -95,11 +96,39 @@ int main(int argc, char **argv) {
                         "NAME: writes NAME.key and NAME.pub")
       ->required();
   keygenCmd->add_flag("-f,--force", keygen.force, "replace existing files");
+  compileCmd->add_option("--merge-adapter", comp.mergeAdapters,
+                         "merge a PEFT LoRA adapter directory into the "
+                         "weights before quantization, W + scale * "
+                         "(alpha/r) * B A (DIR[:scale], repeatable)")
+      ->allow_extra_args(false); // one directory per --merge-adapter
+
+  fm::cli::CompileAdapterArgs cadapt;
+  CLI::App *compileAdapterCmd = app.add_subcommand(
+      "compile-adapter",
+      "Compile a PEFT LoRA adapter directory for one base model into a .fmba");
+  compileAdapterCmd
+      ->add_option("adapter_dir", cadapt.adapterDir,
+                   "PEFT adapter directory (adapter_config.json, "
+                   "adapter_model.safetensors)")
+      ->required();
+  compileAdapterCmd
+      ->add_option("--base", cadapt.base,
+                   "the base model (.fmb) the adapter is for: it attaches to "
+                   "every build of the same checkpoint")
+      ->required();
+  compileAdapterCmd->add_option("-o,--output", cadapt.output, "the .fmba to write")
+      ->required();
+  compileAdapterCmd
+      ->add_option("--quant", cadapt.quant,
+                   "adapter matrices: f16, or w8 (8 bits in groups of 32)")
+      ->check(CLI::IsMember({"f16", "w8"}))
+      ->default_val("f16");
 
   fm::cli::InspectArgs insp;
-  CLI::App *inspectCmd =
-      app.add_subcommand("inspect", "Print what a .fmb artifact holds");
-  inspectCmd->add_option("artifact", insp.artifact, "the .fmb file")->required();
+  CLI::App *inspectCmd = app.add_subcommand(
+      "inspect", "Print what a .fmb artifact or a .fmba adapter holds");
+  inspectCmd->add_option("artifact", insp.artifact, "the .fmb or .fmba file")
+      ->required();
   inspectCmd->add_flag("--json", insp.json, "print JSON");
   inspectCmd->add_flag("--verify-hash", insp.verifyHash,
                        "also check the weights against their digest "
@@ -124,6 +153,8 @@ int main(int argc, char **argv) {
     return fm::cli::runImport(imp);
   if (compileCmd->parsed())
     return fm::cli::runCompile(comp);
+  if (compileAdapterCmd->parsed())
+    return fm::cli::runCompileAdapter(cadapt);
   if (inspectCmd->parsed())
     return fm::cli::runInspect(insp);
   if (keygenCmd->parsed())

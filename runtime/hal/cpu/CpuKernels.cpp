@@ -4,6 +4,7 @@
 #include "hal/cpu/CpuDevice.h"
 
 #include "hal/cpu/CpuExecutable.h"
+#include "hal/cpu/CpuLora.h"
 #include "hal/cpu/Linear.h"
 #include "hal/cpu/QuantMoe.h"
 #include "kernels/attention.h"
@@ -464,7 +465,10 @@ Expected<std::unique_ptr<Kernel>> CpuDevice::prepareEmbed(const EmbedDesc &d) {
 
 Expected<std::unique_ptr<Kernel>>
 CpuDevice::prepareMatmul(const MatmulDesc &d) {
-  return make<MatmulKernel>(d, gemmWeights_);
+  if (d.lora.empty())
+    return make<MatmulKernel>(d, gemmWeights_);
+  // Adapters: the same base kernel, then their side path (CpuLora.cpp).
+  return makeLoraMatmul(d, std::make_unique<MatmulKernel>(d, gemmWeights_));
 }
 
 Expected<std::unique_ptr<Kernel>>

@@ -96,6 +96,11 @@ public:
   /// before reading weights that may be gone (SIGBUS) or different. One
   /// fstat; always ok for a buffer.
   Status checkUnchanged() const;
+  /// The digest of the checkpoint tensors the weights came from (fmb.fbs:
+  /// source_digest), which LoRA adapters are bound to; all zeros when the
+  /// file has none (written by an fmc before adapters).
+  format::Digest sourceDigest() const;
+  bool hasSourceDigest() const;
 
   /// Command `index` of program `program` (both in range).
   CommandText describe(uint32_t program, uint32_t index) const;

@@ -19,6 +19,12 @@ inline constexpr uint64_t kDataAlignment = 64;
 /// Bytes of a digest (BLAKE2b-256).
 inline constexpr size_t kDigestBytes = 32;
 
+/// The FlatBuffers file identifier of every .fmba LoRA adapter
+/// (runtime/schema/fmba.fbs; same layout rules as the .fmb), and the
+/// adapter schema version this build writes and reads.
+inline constexpr char kAdapterFileIdentifier[] = "FMBA";
+inline constexpr uint32_t kAdapterSchemaVersion = 1;
+
 /// `x` rounded up to kDataAlignment.
 constexpr uint64_t alignData(uint64_t x) {
   return (x + kDataAlignment - 1) & ~(kDataAlignment - 1);

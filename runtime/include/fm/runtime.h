@@ -24,6 +24,7 @@
 namespace fm {
 
 class Sampler; // fm/sampler.h
+class Adapter; // fm/adapter.h
 
 /// Every device kind, best first (the order of the default choice).
 std::vector<DeviceInfo> probeDevices();
@@ -172,6 +173,13 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// A LoRA adapter attached to a session, with a scale that multiplies its
+/// alpha / r (llama.cpp's --lora-scaled; 1: as trained, 0: no effect).
+struct AdapterUse {
+  std::shared_ptr<const Adapter> adapter;
+  float scale = 1.0f;
+};
+
 struct SessionOptions {
   /// Threads for the kernels, the caller's included; <= 0: one per core.
   /// The tracks of a track block run concurrently, one thread per track.
@@ -188,6 +196,8 @@ struct SessionOptions {
   /// keeps f32 x (exact, 3-4x slower decode).
   enum class Activations { Int8x2, Int8, F32 };
   Activations activations = Activations::Int8x2;
+  /// LoRA adapters from the start (Session::setAdapters).
+  std::vector<AdapterUse> adapters{};
 };
 
 /// What a session has done, for reports.
@@ -267,6 +277,17 @@ public:
   /// Bytes the session allocated: KV caches, arena, kernel scratch of each
   /// queue (0 when it could not be built).
   uint64_t memoryBytes() const;
+
+  /// Runs the session's projections as y = W·x + Σ scale·s·B(A·x) over
+  /// `adapters` (summed in order), replacing the ones it had; an empty list
+  /// runs the base alone, exactly as a session that never had any. Each
+  /// adapter must be loaded for this session's model (Adapter::load); the
+  /// base's weights are shared, not copied. The context is kept: tokens
+  /// already in the KV cache stay as the earlier adapters computed them
+  /// (reset() to start over). On error the session keeps its adapters.
+  Status setAdapters(const std::vector<AdapterUse> &adapters);
+  /// The adapters the session runs with.
+  const std::vector<AdapterUse> &adapters() const;
 
   /// Called with each generated token; return false to stop.
   using TokenCallback = std::function<bool(int32_t token)>;

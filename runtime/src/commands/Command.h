@@ -95,6 +95,13 @@ public:
   virtual kernels::QActivations activations() = 0;
   /// Rows a launch of the command gives at most.
   virtual int64_t maxRows() = 0;
+  /// Appends the side paths of the session's LoRA adapters on weight
+  /// `weight`, which writes columns [col0, col0 + rows) of the matmul's y
+  /// (nothing without adapters).
+  virtual void loraTerms(uint32_t weight, int64_t col0, int64_t rows,
+                         std::vector<hal::LoraTerm> &out) {
+    (void)weight, (void)col0, (void)rows, (void)out;
+  }
   /// "model.fmb: program 'prefill': command 2", for messages of kernels
   /// that fail when run.
   virtual std::string where() = 0;

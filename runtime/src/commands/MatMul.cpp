@@ -59,8 +59,13 @@ Expected<std::unique_ptr<hal::Kernel>> build(BuildContext &c,
   d.k = op.k();
   d.n = op.n();
   d.accumulate = op.accumulate();
-  for (uint32_t index : *op.weights())
+  int64_t col = 0;
+  for (uint32_t index : *op.weights()) {
     d.weights.push_back(c.weight(index));
+    const int64_t rows = d.weights.back().shape[0];
+    c.loraTerms(index, col, rows, d.lora); // the session's adapters, if any
+    col += rows;
+  }
   d.maxRows = c.maxRows();
   d.activations = c.activations();
   return c.device().prepareMatmul(d);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ public:
   /// Store digests that do not match (one bit flipped).
   bool corruptProgramDigest = false;
   bool corruptWeightsDigest = false;
+  /// The checkpoint digest LoRA adapters bind to (32 bytes; empty: none).
+  std::vector<uint8_t> sourceDigest;
 
   /// Adds an f32 weight; data.size() must match the shape unless `bytes`
   /// says otherwise. Returns its index.
@@ -284,10 +287,14 @@ public:
     fa::Digest zero,
         wd(flatbuffers::span<const uint8_t, 32>(weightsDigest.data(), 32));
     fbb_.ForceDefaults(true); // schema_version is stored even when default
+    std::unique_ptr<fa::Digest> sd;
+    if (sourceDigest.size() == 32)
+      sd = std::make_unique<fa::Digest>(
+          flatbuffers::span<const uint8_t, 32>(sourceDigest.data(), 32));
     auto root = fa::CreateArtifactDirect(
         fbb_, schemaVersion, family.c_str(), "test-model", "{}", vocab, hidden,
         layers, 1234, &weights, dataSize, &zero, &wd, &caches_, &programs_,
-        &executables_, ranks, numTracks, numTrackBlocks);
+        &executables_, ranks, numTracks, numTrackBlocks, sd.get());
     fa::FinishSizePrefixedArtifactBuffer(fbb_, root);
     std::vector<uint8_t> file(fbb_.GetBufferPointer(),
                               fbb_.GetBufferPointer() + fbb_.GetSize());
