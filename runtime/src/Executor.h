@@ -65,6 +65,9 @@ public:
   /// The rank of the partition this process runs.
   int rank() const { return rank_; }
   const hal::CollectiveStats &collectiveStats() const { return collectives_; }
+  /// Milliseconds the device spent on this executor's runs (GPU timestamps;
+  /// negative where the device does not measure it, as on the CPU).
+  double deviceMs() const { return queue_->deviceMs(); }
 
   /// Runs `program` on `rows` tokens at positions pos .. pos + rows - 1.
   /// Requires 1 <= rows <= max_rows, pos + rows <= every cache's capacity,
@@ -131,6 +134,9 @@ private:
 
   Executor() = default;
   Status build(const LoadedModel &model, const ExecutorOptions &options);
+  /// The steps of `p`: `last` for last_row_only steps, `all` for the rest.
+  Status runSteps(const Program &p, const hal::Launch &all,
+                  const hal::Launch &last);
 
   std::string name_; // the artifact's, for messages
   hal::Device *device_ = nullptr;
