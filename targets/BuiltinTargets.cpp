@@ -2,6 +2,7 @@
 #include "targets/BuiltinTargets.h"
 
 #include "targets/cpu/CpuTarget.h"
+#include "targets/vulkan/VulkanTarget.h"
 
 #include <mutex>
 
@@ -9,7 +10,10 @@ namespace fm::target {
 
 void registerBuiltinTargets() {
   static std::once_flag once;
-  std::call_once(once, [] { cpu::registerCpuTarget(); });
+  std::call_once(once, [] {
+    cpu::registerCpuTarget();
+    vulkan::registerVulkanTarget();
+  });
 }
 
 } // namespace fm::target
