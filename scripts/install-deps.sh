@@ -11,6 +11,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   python3 python3-numpy
   g++-aarch64-linux-gnu qemu-user-static
+  mesa-vulkan-drivers libvulkan-dev vulkan-validationlayers glslc spirv-tools
+  spirv-cross libspirv-cross-c-shared-dev
 )
 
 missing=()

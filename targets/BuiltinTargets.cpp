@@ -3,6 +3,9 @@
 
 #include "targets/cpu/CpuTarget.h"
 #include "targets/vulkan/VulkanTarget.h"
+#if defined(FM_HAVE_METAL_TARGET)
+#include "targets/metal/MetalTarget.h"
+#endif
 
 #include <mutex>
 
@@ -13,6 +16,9 @@ void registerBuiltinTargets() {
   std::call_once(once, [] {
     cpu::registerCpuTarget();
     vulkan::registerVulkanTarget();
+#if defined(FM_HAVE_METAL_TARGET)
+    metal::registerMetalTarget();
+#endif
   });
 }
 
