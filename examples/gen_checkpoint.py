@@ -7,13 +7,19 @@ A checkpoint is a directory with `config.json` and safetensors weights
 format is written by hand.
 
 Usage:
-  gen_checkpoint.py --family llama|afm7|pt_moe|mixtral|qwen2_moe --preset NAME
+  gen_checkpoint.py --family llama|afm7|pt_moe|mixtral|qwen2_moe|fm_vit|fm_vlm --preset NAME
                     --out DIR [--seed S] [--dtype f32|f16|bf16] [--shards N]
                     [--qat-grid GROUP] [--set key=value ...]
   gen_checkpoint.py --list            # print the presets
 
 `--set key=value` overrides a config field (value parsed as JSON, a plain
 string if it is not valid JSON); it is applied before the tensors are shaped.
+A dotted key sets a nested field (`--set vision_config.window_size=5`).
+
+fm_vit and fm_vlm follow docs/vit.md: an fm_vlm checkpoint holds its decoder's
+tensors under their usual names (drawn as that family's checkpoint with the
+same seed) and the encoder's under vision.* / adapter.* (drawn with seed +
+1000003).
 
 `--qat-grid G`: every 2-D projection weight (not norms, embeddings, routers,
 the shared-expert gate or KV scales) lies exactly on {-1.5,-0.5,0.5,1.5} * s,
@@ -30,6 +36,10 @@ Initialisation (seeded numpy default_rng, fixed draw order):
   biases       0.2 * normal
   afm7 quant_key_scale / quant_value_scale: 0-d, ~0.032 / ~0.035 (about
   max|k| / 100), exact in bf16.
+  vision: linear weights as projections (so --qat-grid applies to them),
+  conv weights normal(0, 1/sqrt(fan_in)), LayerNorm weights as norms and
+  biases as biases, pos_embed normal(0, 0.5), registers normal(0, 1),
+  rel-pos tables normal(0, 0.5/sqrt(head_dim)).
 """
 
 import argparse
@@ -41,7 +51,7 @@ import sys
 
 import numpy as np
 
-FAMILIES = ("llama", "afm7", "pt_moe", "mixtral", "qwen2_moe")
+FAMILIES = ("llama", "afm7", "pt_moe", "mixtral", "qwen2_moe", "fm_vit", "fm_vlm")
 
 PRESETS = {
     "llama": {
@@ -178,12 +188,76 @@ PRESETS = {
             "max_position_embeddings": 2048,
         },
     },
+    # docs/vit.md.  rw-vitdet-tiny: the on-device encoder's features on a
+    # 10 x 10 grid that window 4 does not divide (3 x 3 windows, the last row
+    # and column of windows half padding), 2 registers, relative positions,
+    # 2 of 4 layers global, an adapter without transformer layers.
+    "fm_vit": {
+        "rw-vitdet-tiny": {
+            "model_type": "fm_vit",
+            "image_size": 80,
+            "patch_size": 8,
+            "hidden_size": 64,
+            "num_layers": 4,
+            "num_heads": 4,
+            "intermediate_size": 160,
+            "hidden_act": "gelu",
+            "layer_norm_eps": 1e-6,
+            "qkv_bias": True,
+            "window_size": 4,
+            "global_layers": [1, 3],
+            "rel_pos": True,
+            "num_registers": 2,
+            "adapter": {"lm_hidden_size": 48, "grid": 3, "num_layers": 0},
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711],
+            "resample": "bicubic",
+        },
+        # A plain ViT: global layers only, no registers, no relative
+        # positions, quick_gelu, no qkv bias; odd head width 12, an adapter
+        # with one transformer layer.
+        "vit-tiny": {
+            "model_type": "fm_vit",
+            "image_size": 56,
+            "patch_size": 8,
+            "hidden_size": 48,
+            "num_layers": 2,
+            "num_heads": 4,
+            "intermediate_size": 128,
+            "hidden_act": "quick_gelu",
+            "layer_norm_eps": 1e-5,
+            "qkv_bias": False,
+            "window_size": 0,
+            "global_layers": [],
+            "rel_pos": False,
+            "num_registers": 0,
+            "adapter": {"lm_hidden_size": 32, "grid": 2, "num_layers": 1},
+            "image_mean": [0.5, 0.5, 0.5],
+            "image_std": [0.5, 0.5, 0.5],
+            "resample": "bilinear",
+        },
+    },
 }
+
+# fm_vlm presets: a decoder preset and an fm_vit preset, the adapter's width
+# set to the decoder's hidden size (filled in below).
+PRESETS["fm_vlm"] = {
+    "afm7-rw-tiny": {
+        "model_type": "fm_vlm",
+        "text_config": copy.deepcopy(PRESETS["afm7"]["small"]),
+        "vision_config": copy.deepcopy(PRESETS["fm_vit"]["rw-vitdet-tiny"]),
+        "image_token_index": 508,
+    },
+}
+PRESETS["fm_vlm"]["afm7-rw-tiny"]["vision_config"]["adapter"]["lm_hidden_size"] = 128
 
 # Tensor kinds decide the initialisation (and whether --qat-grid applies).
 PROJ, EMBED, LM_HEAD, NORM, ROUTER, GATE1, BIAS, KSCALE, VSCALE = (
     "proj", "embed", "lm_head", "norm", "router", "shared_gate", "bias",
     "kscale", "vscale")
+# Vision kinds: convolution weights, position table, registers, relative
+# position tables.
+CONV, POS, REG, RELPOS = "conv", "pos", "registers", "rel_pos"
 
 DTYPES = {"f32": ("F32", "float32"), "f16": ("F16", "float16"),
           "bf16": ("BF16", "bfloat16")}
@@ -237,9 +311,45 @@ def pt_moe_layer_is_moe(cfg, i):
     return iv > 0 and i % iv == iv - 1
 
 
+def vit_dims(cfg):
+    """(g, hd, registers, qkv_bias, rel_pos, window, global layers) of an
+    fm_vit config, with the schema's defaults (docs/vit.md)."""
+    g = cfg["image_size"] // cfg["patch_size"]
+    hd = cfg["hidden_size"] // cfg["num_heads"]
+    return (g, hd, cfg.get("num_registers", 0), cfg.get("qkv_bias", True),
+            cfg.get("rel_pos", False), cfg.get("window_size", 0),
+            set(cfg.get("global_layers", [])))
+
+
+def _vit_block(specs, p, cfg, rel_side):
+    """One encoder/adapter block; rel_side = S of its rel-pos tables, or 0."""
+    C = cfg["hidden_size"]
+    I = cfg["intermediate_size"]
+    _, hd, _, qkv_bias, _, _, _ = vit_dims(cfg)
+    specs.append((p + "norm1.weight", [C], NORM))
+    specs.append((p + "norm1.bias", [C], BIAS))
+    specs.append((p + "attn.qkv.weight", [3 * C, C], PROJ))
+    if qkv_bias:
+        specs.append((p + "attn.qkv.bias", [3 * C], BIAS))
+    specs.append((p + "attn.proj.weight", [C, C], PROJ))
+    specs.append((p + "attn.proj.bias", [C], BIAS))
+    if rel_side:
+        specs.append((p + "attn.rel_pos_h", [2 * rel_side - 1, hd], RELPOS))
+        specs.append((p + "attn.rel_pos_w", [2 * rel_side - 1, hd], RELPOS))
+    specs.append((p + "norm2.weight", [C], NORM))
+    specs.append((p + "norm2.bias", [C], BIAS))
+    specs.append((p + "mlp.fc1.weight", [I, C], PROJ))
+    specs.append((p + "mlp.fc1.bias", [I], BIAS))
+    specs.append((p + "mlp.fc2.weight", [C, I], PROJ))
+    specs.append((p + "mlp.fc2.bias", [C], BIAS))
+
+
 def tensor_specs(family, cfg):
     """[(name, shape, kind)] in generation order."""
     s = []
+    if family == "fm_vlm":
+        tc = cfg["text_config"]
+        return tensor_specs(tc["model_type"], tc) + tensor_specs("fm_vit", cfg["vision_config"])
     if family in ("llama", "mixtral", "qwen2_moe"):
         H = cfg["hidden_size"]
         s.append(("model.embed_tokens.weight", [cfg["vocab_size"], H], EMBED))
@@ -322,6 +432,29 @@ def tensor_specs(family, cfg):
                     else:
                         _swiglu(s, p + "mlp.", H, cfg["intermediate_size"])
         _head(s, cfg, H)
+    elif family == "fm_vit":
+        C = cfg["hidden_size"]
+        p = cfg["patch_size"]
+        g, hd, R, _, rel, window, glob = vit_dims(cfg)
+        a = cfg["adapter"]
+        D = a["lm_hidden_size"]
+        s.append(("vision.patch_embed.weight", [C, 3, p, p], CONV))
+        s.append(("vision.patch_embed.bias", [C], BIAS))
+        s.append(("vision.pos_embed", [1, g, g, C], POS))
+        if R:
+            s.append(("vision.registers", [R, C], REG))
+        for i in range(cfg["num_layers"]):
+            is_global = window == 0 or i in glob
+            _vit_block(s, "vision.blocks.%d." % i, cfg,
+                       (g if is_global else window) if rel else 0)
+        s.append(("vision.norm.weight", [C], NORM))
+        s.append(("vision.norm.bias", [C], BIAS))
+        for j in range(a.get("num_layers", 0)):
+            _vit_block(s, "adapter.blocks.%d." % j, cfg, 0)
+        s.append(("adapter.linear.weight", [D, C], PROJ))
+        s.append(("adapter.linear.bias", [D], BIAS))
+        s.append(("adapter.conv.weight", [D, D, 3, 3], CONV))
+        s.append(("adapter.conv.bias", [D], BIAS))
     else:
         raise ValueError("unknown family %r" % family)
     return s
@@ -329,6 +462,11 @@ def tensor_specs(family, cfg):
 
 def hidden_of(family, cfg):
     return cfg["hidden_dim"] if family == "afm7" else cfg["hidden_size"]
+
+
+# The vision tensors of an fm_vlm checkpoint are drawn from their own
+# generator, seeded seed + this, after the decoder's.
+VLM_VISION_SEED_OFFSET = 1000003
 
 
 # ----------------------------------------------------------------------------
@@ -360,6 +498,12 @@ def qat_grid_weight(rng, shape, std, group):
 
 def make_values(family, cfg, seed, qat_grid=None):
     """{name: float64 ndarray} (values later cast to the storage dtype)."""
+    if family == "fm_vlm":
+        tc = cfg["text_config"]
+        out = make_values(tc["model_type"], tc, seed, qat_grid)
+        out.update(make_values("fm_vit", cfg["vision_config"],
+                               seed + VLM_VISION_SEED_OFFSET, qat_grid))
+        return out
     rng = np.random.default_rng(seed)
     H = hidden_of(family, cfg)
     out = {}
@@ -384,6 +528,15 @@ def make_values(family, cfg, seed, qat_grid=None):
             v = _few_bits(np.array(0.032 * rng.uniform(0.9, 1.1)))
         elif kind == VSCALE:
             v = _few_bits(np.array(0.035 * rng.uniform(0.9, 1.1)))
+        elif kind == CONV:
+            v = rng.normal(0.0, 1.0 / math.sqrt(int(np.prod(shape[1:]))), size=shape)
+        elif kind == POS:
+            v = rng.normal(0.0, 0.5, size=shape)
+        elif kind == REG:
+            v = rng.normal(0.0, 1.0, size=shape)
+        elif kind == RELPOS:
+            # q . table ~ N(0, 0.25) per table: a bias of the scores' order.
+            v = rng.normal(0.0, 0.5 / math.sqrt(shape[1]), size=shape)
         else:
             raise AssertionError(kind)
         out[name] = np.asarray(v, dtype=np.float64).reshape(shape)
@@ -509,7 +662,15 @@ def make_config(family, preset, sets=None):
         raise ValueError("unknown preset %r for %s (one of %s)"
                          % (preset, family, ", ".join(PRESETS[family])))
     cfg = copy.deepcopy(PRESETS[family][preset])
-    cfg.update(sets or {})
+    for key, value in (sets or {}).items():
+        # "a.b.c" sets a field of a nested object (fm_vlm's vision_config,
+        # an fm_vit adapter).
+        d, parts = cfg, key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(d.get(part), dict):
+                raise ValueError("--set %s: %r is not an object of the config" % (key, part))
+            d = d[part]
+        d[parts[-1]] = value
     return cfg
 
 

