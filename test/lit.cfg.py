@@ -40,6 +40,14 @@ if shutil.which("spirv-val") and shutil.which("spirv-dis"):
     config.available_features.add("spirv-tools")
 if getattr(config, "fm_have_metal_target", 0):
     config.available_features.add("metal-target")
+# The runtime's Vulkan kernels as glslc compiled them (fm-msl translates
+# them to MSL).
+_vk_spv = os.path.join(config.fm_obj_root, "runtime", "hal", "vulkan", "spv")
+if os.path.isdir(_vk_spv):
+    config.available_features.add("vulkan-kernels")
+    config.substitutions.append(("%vk_spv", _vk_spv))
+# clang (LLVM's, beside FileCheck) checks the MSL as C++ for OpenCL.
+config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 import subprocess
 try:
     _devices = subprocess.run([os.path.join(config.fm_tools_dir, "fm-run"), "--list-devices"],

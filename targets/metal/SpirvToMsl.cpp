@@ -3,6 +3,8 @@
 
 #include <spirv_cross_c.h>
 
+#include <algorithm>
+
 namespace fm::msl {
 namespace {
 
@@ -51,6 +53,24 @@ bool translate(const uint32_t *words, size_t count, const std::string &entry,
       spvc_compiler_rename_entry_point(compiler, entry.c_str(), rename.c_str(),
                                        SpvExecutionModelGLCompute) != SPVC_SUCCESS)
     return fail("renaming the entry point");
+  if (bindings == kReflectBindings) {
+    spvc_resources resources = nullptr;
+    const spvc_reflected_resource *list = nullptr;
+    size_t n = 0;
+    if (spvc_compiler_create_shader_resources(compiler, &resources) != SPVC_SUCCESS ||
+        spvc_resources_get_resource_list_for_type(
+            resources, SPVC_RESOURCE_TYPE_STORAGE_BUFFER, &list, &n) != SPVC_SUCCESS)
+      return fail("reflecting the storage buffers");
+    bindings = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (spvc_compiler_get_decoration(compiler, list[i].id, SpvDecorationDescriptorSet) != 0)
+        return fail("reflection: a storage buffer outside descriptor set 0");
+      bindings = std::max(bindings,
+                          spvc_compiler_get_decoration(compiler, list[i].id,
+                                                       SpvDecorationBinding) + 1);
+    }
+  }
+  out->bindings = bindings;
   spvc_compiler_options options = nullptr;
   if (spvc_compiler_create_compiler_options(compiler, &options) != SPVC_SUCCESS)
     return fail("creating the options");

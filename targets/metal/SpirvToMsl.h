@@ -18,7 +18,12 @@ struct Function {
   std::string source; // a complete MSL 2.3 translation unit
   std::string entry;  // the kernel function's name in it
   uint32_t workgroup[3] = {1, 1, 1}; // threads per threadgroup (LocalSize)
+  uint32_t bindings = 0; // storage buffers: [[buffer(0)]] .. [[buffer(bindings - 1)]]
 };
+
+/// translate()'s `bindings` that means: one more than the highest binding
+/// of the entry point's storage buffers (as reflection finds them).
+constexpr uint32_t kReflectBindings = ~0u;
 
 /// Translates entry point `entry` of a GLCompute SPIR-V module. The storage
 /// buffers at (set 0, binding i), i < `bindings`, become [[buffer(i)]] and
