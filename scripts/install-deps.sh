@@ -16,6 +16,8 @@ PACKAGES=(
   rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
   unicode-data python3-jinja2 nodejs
   libdnnl-dev
+  mesa-vulkan-drivers libvulkan-dev vulkan-validationlayers glslc spirv-tools
+  spirv-cross libspirv-cross-c-shared-dev
 )
 
 missing=()

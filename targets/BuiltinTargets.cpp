@@ -2,6 +2,10 @@
 #include "targets/BuiltinTargets.h"
 
 #include "targets/cpu/CpuTarget.h"
+#include "targets/vulkan/VulkanTarget.h"
+#if defined(FM_HAVE_METAL_TARGET)
+#include "targets/metal/MetalTarget.h"
+#endif
 
 #include <mutex>
 
@@ -9,7 +13,13 @@ namespace fm::target {
 
 void registerBuiltinTargets() {
   static std::once_flag once;
-  std::call_once(once, [] { cpu::registerCpuTarget(); });
+  std::call_once(once, [] {
+    cpu::registerCpuTarget();
+    vulkan::registerVulkanTarget();
+#if defined(FM_HAVE_METAL_TARGET)
+    metal::registerMetalTarget();
+#endif
+  });
 }
 
 } // namespace fm::target

@@ -1,5 +1,5 @@
-// Registers every target built into this fmc (cpu; the GPU targets add
-// themselves here).
+// Registers every target built into this fmc (cpu, vulkan, and metal where
+// SPIRV-Cross was found).
 #pragma once
 
 namespace fm::target {

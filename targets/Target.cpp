@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cctype>
 #include <mutex>
 
 using namespace mlir;
@@ -100,6 +101,13 @@ std::vector<GroupArg> groupAbi(fmk::GroupOp group) {
   unsigned n = 0;
   group.getBody().walk([&](fmk::CacheWriteOp) { abi.push_back({GroupArg::Cache, n++}); });
   return abi;
+}
+
+std::string entrySymbol(fmk::GroupOp group) {
+  std::string out = "fmk_";
+  for (char c : group.getKernel())
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return out + "_entry";
 }
 
 OwningOpRef<ModuleOp> uniqueKernels(ModuleOp module) {

@@ -43,6 +43,11 @@ struct GroupArg {
 
 std::vector<GroupArg> groupAbi(mlir::fmk::GroupOp group);
 
+/// The exported name of a group's kernel on every target,
+/// "fmk_<kernel>_entry" (characters other than [A-Za-z0-9_] of the kernel
+/// name become '_'): the CPU's C symbol, a GPU target's entry point.
+std::string entrySymbol(mlir::fmk::GroupOp group);
+
 /// How a GPU entry point binds one argument (a storage buffer), in groupAbi
 /// order.
 struct Binding {
@@ -59,7 +64,8 @@ struct PushConstant {
 
 /// One exported function: its symbol or entry-point name and, for GPU
 /// targets, how to launch it. CPU entries have no launch metadata (the C
-/// ABI `void f(void **args, int64_t rows, int64_t pos)`).
+/// ABI `void f(void **args, int64_t rows, int64_t pos)`). The GPU targets'
+/// group kernels run one workgroup per row (a grid of `rows` x 1 x 1).
 struct EntryPoint {
   std::string name;
   std::vector<uint32_t> workgroupSize; // [x, y, z] or empty

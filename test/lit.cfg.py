@@ -31,3 +31,33 @@ if getattr(config, "fm_have_mpi", 0):
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 else:
     lit_config.note("MPI (mpirun + libopenmpi-dev) not found: the MPI tests are skipped")
+
+# GPU targets: spirv-val/spirv-dis (spirv-tools) check every SPIR-V module
+# fmc emits; the metal target exists where the SPIRV-Cross C API was found;
+# the Vulkan e2e tests (test/gpu, ctest lit.gpu) need a Vulkan device in
+# fm-run (lavapipe counts: the tests ask for it explicitly).
+if shutil.which("spirv-val") and shutil.which("spirv-dis"):
+    config.available_features.add("spirv-tools")
+if getattr(config, "fm_have_metal_target", 0):
+    config.available_features.add("metal-target")
+# The runtime's Vulkan kernels as glslc compiled them (fm-msl translates
+# them to MSL).
+_vk_spv = os.path.join(config.fm_obj_root, "runtime", "hal", "vulkan", "spv")
+if os.path.isdir(_vk_spv):
+    config.available_features.add("vulkan-kernels")
+    config.substitutions.append(("%vk_spv", _vk_spv))
+# clang (LLVM's, beside FileCheck) checks the MSL as C++ for OpenCL.
+config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
+import subprocess
+try:
+    _devices = subprocess.run([os.path.join(config.fm_tools_dir, "fm-run"), "--list-devices"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              timeout=60).stdout
+except (OSError, subprocess.TimeoutExpired):
+    _devices = ""
+if any(l.split()[:2] in (["vulkan", "present"], ["vulkan", "software"])
+       for l in _devices.splitlines()):
+    config.available_features.add("vulkan-device")
+else:
+    lit_config.note("no Vulkan device in fm-run (libvulkan, glslc, mesa-vulkan-drivers): "
+                    "the Vulkan e2e tests are skipped")

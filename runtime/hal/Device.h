@@ -204,6 +204,15 @@ public:
   /// when all returned.
   virtual void runConcurrently(int64_t n,
                                const std::function<void(int64_t)> &fn) = 0;
+  /// Completes the work the queue's kernels were given since the last
+  /// flush: a GPU queue, whose kernels record commands, submits them and
+  /// waits; the CPU ran them when called. The executor flushes at the end
+  /// of every program run, before the host reads results (a kernel that
+  /// must reach the host mid-program, such as a collective, flushes too).
+  virtual Status flush() { return Status::ok(); }
+  /// Milliseconds the device spent executing this queue's submissions
+  /// (GPU timestamps); negative when the device does not measure them.
+  virtual double deviceMs() const { return -1.0; }
 };
 
 struct QueueOptions {

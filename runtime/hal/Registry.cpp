@@ -4,6 +4,9 @@
 #include "hal/Registry.h"
 
 #include "hal/cpu/CpuDevice.h"
+#if defined(FM_HAVE_VULKAN)
+#include "hal/vulkan/VulkanDevice.h"
+#endif
 
 namespace fm::hal {
 namespace {
@@ -27,11 +30,37 @@ Expected<std::unique_ptr<Device>> openCpu() {
   return std::unique_ptr<Device>(new CpuDevice());
 }
 
+#if defined(FM_HAVE_VULKAN)
+// A CPU implementation of Vulkan (Mesa's lavapipe, SwiftShader) is present
+// but not hardware: only an explicit --device vulkan runs on it.
+DeviceInfo probeVulkan() {
+  const vk::VulkanProbe probe = vk::probeVulkan(vk::VulkanOptions::fromEnvironment());
+  DeviceInfo info;
+  info.name = "vulkan";
+  info.builtIn = true;
+  info.present = probe.found;
+  info.hardware = probe.found && !probe.cpu;
+  info.description = probe.found ? "vulkan (" + probe.description + ")"
+                                 : probe.description;
+  return info;
+}
+
+Expected<std::unique_ptr<Device>> openVulkan() {
+  auto device = vk::VulkanDevice::open(vk::VulkanOptions::fromEnvironment());
+  if (!device)
+    return device.status();
+  return std::unique_ptr<Device>(std::move(*device));
+}
+#define FM_VULKAN_KIND {"vulkan", probeVulkan, openVulkan}
+#else
+#define FM_VULKAN_KIND {"vulkan", nullptr, nullptr}
+#endif
+
 // Best first: the default takes the first present hardware device.
 const Kind kKinds[] = {
     {"cuda", nullptr, nullptr},
     {"metal", nullptr, nullptr},
-    {"vulkan", nullptr, nullptr},
+    FM_VULKAN_KIND,
     {"cpu", probeCpu, openCpu},
 };
 

@@ -364,8 +364,17 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
 
   // A last_row_only step sees a 1-row chunk at the chunk's last position;
   // its buffers hold that one row.
-  hal::Launch all{rows, pos, tokens};
-  hal::Launch last{1, pos + rows - 1, tokens ? tokens + rows - 1 : nullptr};
+  const hal::Launch all{rows, pos, tokens};
+  const hal::Launch last{1, pos + rows - 1, tokens ? tokens + rows - 1 : nullptr};
+  // A device whose kernels record commands (a GPU) runs them at the flush,
+  // which also ends a run that failed half way.
+  Status status = runSteps(p, all, last);
+  Status flushed = queue_->flush();
+  return status ? flushed : status;
+}
+
+Status Executor::runSteps(const Program &p, const hal::Launch &all,
+                          const hal::Launch &last) {
   auto launch = [&](const Step &s) -> const hal::Launch & {
     return s.lastRowOnly ? last : all;
   };

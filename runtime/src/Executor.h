@@ -69,6 +69,9 @@ public:
   /// The rank of the partition this process runs.
   int rank() const { return rank_; }
   const hal::CollectiveStats &collectiveStats() const { return collectives_; }
+  /// Milliseconds the device spent on this executor's runs (GPU timestamps;
+  /// negative where the device does not measure it, as on the CPU).
+  double deviceMs() const { return queue_->deviceMs(); }
 
   /// Prepares every MatMul kernel again with the side paths of `lora` (per
   /// base weight index; null: none, the kernels the executor started
@@ -150,6 +153,9 @@ private:
   Status build(const LoadedModel &model, const ExecutorOptions &options);
   /// The session's queue and track queues, with `scratch` bytes each.
   Status createQueues(uint64_t scratch);
+  /// The steps of `p`: `last` for last_row_only steps, `all` for the rest.
+  Status runSteps(const Program &p, const hal::Launch &all,
+                  const hal::Launch &last);
 
   std::string name_; // the artifact's, for messages
   hal::Device *device_ = nullptr;

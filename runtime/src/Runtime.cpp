@@ -632,6 +632,7 @@ SessionStats Session::stats() const {
   st.collectiveMs = s.exec->collectiveStats().ms;
   st.decodeTokens = s.decodeTokens;
   st.decodeCollectives = s.decodeCollectives;
+  st.deviceMs = s.exec->deviceMs();
   return st;
 }
 

@@ -43,12 +43,12 @@ struct CompiledExecutable {
 using target::GroupArg;
 using target::groupAbi;
 
-/// The C symbol of a group's entry, "fmk_<kernel>_entry" (characters other
-/// than [A-Za-z0-9_] in the kernel name become '_'). The entry has the C ABI
+/// The C symbol of a group's entry (target::entrySymbol). The entry has the
+/// C ABI
 ///   void entry(void **args, int64_t rows, int64_t pos);
 /// with args as groupAbi lists them; row r of every activation is at
 /// position pos + r.
-std::string entrySymbol(mlir::fmk::GroupOp group);
+using target::entrySymbol;
 
 /// Attributes of a built kernel: its entry symbol and its pointer count.
 inline constexpr llvm::StringLiteral kKernelEntryAttr = "fmk.entry";

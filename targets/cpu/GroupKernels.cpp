@@ -51,13 +51,6 @@ constexpr arith::FastMathFlags kSumFlags =
     arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
 
-std::string sanitize(StringRef name) {
-  std::string out;
-  for (char c : name)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return out;
-}
-
 int64_t widthOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape()[1];
 }
@@ -656,10 +649,6 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
 }
 
 } // namespace
-
-std::string entrySymbol(fmk::GroupOp group) {
-  return "fmk_" + sanitize(group.getKernel()) + "_entry";
-}
 
 OwningOpRef<ModuleOp> buildGroupKernels(ModuleOp module) {
   MLIRContext *ctx = module.getContext();

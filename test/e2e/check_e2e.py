@@ -25,6 +25,10 @@ def run(cmd):
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd),
                                                           p.stdout, p.stderr))
         sys.exit(1)
+    # With FM_VULKAN_VALIDATION=1 every validation-layer message is a failure.
+    if "fm: vulkan validation:" in p.stderr:
+        sys.stderr.write("validation messages from: %s\n%s" % (" ".join(cmd), p.stderr))
+        sys.exit(1)
     return p.stdout
 
 
@@ -51,6 +55,12 @@ def main():
                     help="no greedy-generation check (quantized models may pick other tokens)")
     ap.add_argument("--mpi", type=int, default=0,
                     help="run fm-run under mpirun with this many ranks (0: one process)")
+    ap.add_argument("--device", default="", help="fm-run --device for the runs checked")
+    ap.add_argument("--peer-args", default="",
+                    help="also run the same artifact with these fm-run flags (e.g. "
+                         "'--device cpu --activations f32') and compare the logits")
+    ap.add_argument("--peer-rtol", default="1e-4",
+                    help="max |logits - peer logits| <= peer-rtol * max |peer logits|")
     args = ap.parse_args()
 
     tool = lambda name: os.path.join(args.bin, name) if args.bin else name
@@ -69,29 +79,48 @@ def main():
     launch = []
     if args.mpi:
         launch = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.mpi)]
-    fm_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a) + args.run_args.split()
+    device = ["--device", args.device] if args.device else []
+    fm_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a) + device + args.run_args.split()
+    peer_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a) + args.peer_args.split()
+
+    import numpy as np
+
+    def peer_check(got_path, *run_args):
+        """The same run with --peer-args: (ok, text)."""
+        if not args.peer_args:
+            return True, ""
+        peer_path = got_path[:-4] + "_peer.npy"
+        run(peer_run(*run_args, "--logits-out", peer_path))
+        got, want = np.load(got_path), np.load(peer_path)
+        if got.shape != want.shape:
+            return False, " peer FAIL (shape %s vs %s)" % (got.shape, want.shape)
+        rel = float(np.abs(got - want).max() / np.abs(want).max())
+        ok = bool(np.isfinite(got).all()) and rel <= float(args.peer_rtol)
+        return ok, " peer %s rel=%.3g" % ("PASS" if ok else "FAIL", rel)
 
     passed = failed = 0
     for chunk in args.chunks.split(","):
         for threads in args.threads.split(","):
             out = os.path.join(args.work, "logits_c%s_t%s.npy" % (chunk, threads))
-            run(fm_run("--tokens", args.tokens, "--score", "--logits-out", out,
-                       "--prefill-chunk", chunk, "--threads", threads))
+            score = ["--tokens", args.tokens, "--score", "--prefill-chunk", chunk,
+                     "--threads", threads]
+            run(fm_run(*score, "--logits-out", out))
             cmp = ["/usr/bin/python3", REF, model, "--tokens", args.tokens,
                    "--compare", out, "--rtol", args.rtol]
             if args.min_argmax_agree:
                 cmp += ["--min-argmax-agree", args.min_argmax_agree]
             p = subprocess.run(cmp,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            ok = p.returncode == 0
+            peer_ok, peer_text = peer_check(out, *score)
+            ok = p.returncode == 0 and peer_ok
             passed += ok
             failed += not ok
-            print("%s:%s chunk=%s threads=%s ranks=%d %s" % (
-                args.family, args.preset, chunk, threads, max(args.mpi, 1), p.stdout.strip()))
+            print("%s:%s chunk=%s threads=%s ranks=%d %s%s" % (
+                args.family, args.preset, chunk, threads, max(args.mpi, 1), p.stdout.strip(),
+                peer_text))
     # Generation: prefill_last + decode, greedy. Its logits rows (last prompt
     # position, then one per generated token) must match the reference on
     # the extended sequence, and each token must be the reference's argmax.
-    import numpy as np
     for threads in ([] if args.skip_generate else args.threads.split(",")):
         out = os.path.join(args.work, "gen_t%s.npy" % threads)
         gen_tokens = run(fm_run("--tokens", args.tokens, "--max-new-tokens", "5",

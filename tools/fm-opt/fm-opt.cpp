@@ -3,6 +3,7 @@
 #include "dialects/fmk/IR/FmkDialect.h"
 #include "passes/Passes.h"
 #include "targets/cpu/GroupCodegen.h"
+#include "targets/vulkan/SpirvKernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -14,6 +15,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   mlir::fm::registerFmPassesAndPipelines();
   fm::cpu::registerCpuTargetPasses();
+  fm::spv::registerGpuTargetPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "fm optimizer driver\n", registry));
 }

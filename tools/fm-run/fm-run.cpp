@@ -376,6 +376,10 @@ int run(const Args &args, fm::Communicator *comm) {
         }
     }
     const int64_t prefillTokens = static_cast<int64_t>(tokens.size());
+    // GPU time from the device's timestamps, where it measures them.
+    char deviceMs[32] = "null";
+    if (st.deviceMs >= 0.0)
+      std::snprintf(deviceMs, sizeof(deviceMs), "%.3f", st.deviceMs);
     std::printf("{\"load_ms\": %.3f, \"prefill_tokens\": %lld, "
                 "\"prefill_tokens_per_s\": %.3f, \"decode_tokens\": %lld, "
                 "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
@@ -383,7 +387,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f, "
                 "\"activations\": \"%s\", \"device\": \"%s\", "
                 "\"anon_rss_mb\": %.1f, \"session_mb\": %.1f, "
-                "\"copied_weights_mb\": %.1f}\n",
+                "\"copied_weights_mb\": %.1f, \"device_ms\": %s}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
@@ -391,7 +395,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 session->threads(), st.ranks, perToken, st.collectiveMs,
                 args.activations.c_str(), model->device().c_str(), anonRssMb(),
                 double(session->memoryBytes()) / (1024.0 * 1024.0),
-                double(model->copiedWeightBytes()) / (1024.0 * 1024.0));
+                double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs);
   }
   std::fflush(stdout);
   return 0;

@@ -172,7 +172,7 @@ int runCompile(const CompileArgs &args) {
 
   // 3. One executable per target for the fused kernels.
   auto t2 = Clock::now();
-  target::TargetOptions topts{{"cpu", args.cpu}};
+  target::TargetOptions topts{{"cpu", args.cpu}, {"metal", args.metal}};
   std::vector<target::SerializedExecutable> executables;
   const bool anyKernels = !target::kernelNames(*module).empty();
   for (const target::Target *t : *targets) {

@@ -34,11 +34,16 @@ int main(int argc, char **argv) {
       ->required();
   compileCmd->add_option("--target", comp.target,
                          "code generation targets, a comma-separated list "
-                         "(one executable each in the artifact): cpu")
+                         "(one executable each in the artifact): cpu, "
+                         "vulkan, metal")
       ->default_val("cpu");
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
       ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
       ->default_val("native");
+  compileCmd->add_option("--metal", comp.metal,
+                         "Metal platform of --target metal: macos (11+) or ios (14+)")
+      ->check(CLI::IsMember({"macos", "ios"}))
+      ->default_val("macos");
   compileCmd->add_option("--quant", comp.quant,
                          "projection weights: none (f32), f16, w2, w4 or w8 bits")
       ->check(CLI::IsMember({"none", "f16", "w2", "w4", "w8"}))

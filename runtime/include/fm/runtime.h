@@ -212,6 +212,9 @@ struct SessionStats {
   /// decode() calls, and the AllReduce commands they ran.
   int64_t decodeTokens = 0;
   int64_t decodeCollectives = 0;
+  /// Milliseconds the device spent executing the session's runs, from GPU
+  /// timestamps; negative where the device does not measure it (the CPU).
+  double deviceMs = -1.0;
 };
 
 /// Rows of logits, `rows` × `vocab` floats, row-major. Points into the

@@ -1,0 +1,2 @@
+// Empty stand-in for Metal's <simd/simd.h> (see ../metal_stdlib).
+#pragma once
