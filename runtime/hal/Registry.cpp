@@ -4,6 +4,9 @@
 #include "hal/Registry.h"
 
 #include "hal/cpu/CpuDevice.h"
+#ifdef FM_HAL_CUDA
+#include "hal/cuda/CudaDevice.h"
+#endif
 
 namespace fm::hal {
 namespace {
@@ -27,9 +30,22 @@ Expected<std::unique_ptr<Device>> openCpu() {
   return std::unique_ptr<Device>(new CpuDevice());
 }
 
+#ifdef FM_HAL_CUDA
+Expected<std::unique_ptr<Device>> openCuda() {
+  auto d = cuda::CudaDevice::open(0);
+  if (!d)
+    return d.status();
+  return std::unique_ptr<Device>(std::move(*d));
+}
+#endif
+
 // Best first: the default takes the first present hardware device.
 const Kind kKinds[] = {
+#ifdef FM_HAL_CUDA
+    {"cuda", cuda::probe, openCuda},
+#else
     {"cuda", nullptr, nullptr},
+#endif
     {"metal", nullptr, nullptr},
     {"vulkan", nullptr, nullptr},
     {"cpu", probeCpu, openCpu},
