@@ -69,6 +69,8 @@ NAMES = [
     ("fm/fmb_generated.h", "runtime-schema"),
     ("fm/fmb_header_generated.h", "runtime-schema"),
     ("fm/format.h", "runtime-base"),
+    ("fm/minisign.h", "runtime-base"),
+    ("fm/artifact_signature.h", "runtime-base"),
     ("fm/npy.h", "runtime-base"),
     ("fm/status.h", "runtime-base"),
     ("fm/communicator.h", "runtime-base"),

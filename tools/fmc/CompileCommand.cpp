@@ -2,6 +2,7 @@
 // target (through the target interface) → .fmb artifact, with a one-screen
 // report and progress on stderr.
 #include "Commands.h"
+#include "Signing.h"
 
 #include "dialects/fm/IR/FmOps.h"
 #include "dialects/fmk/IR/FmkDialect.h"
@@ -174,9 +175,17 @@ int runCompile(const CompileArgs &args) {
       return fail(llvm::toString(opened.takeError()));
     weights = std::move(*opened);
   }
+  writer::TrailerMaker trailer;
+  if (!args.signKey.empty()) {
+    auto signer = signatureTrailer(args.signKey, model.getFamily().str(),
+                                   model.getSymName().str());
+    if (!signer)
+      return fail("--sign: " + llvm::toString(signer.takeError()));
+    trailer = std::move(*signer);
+  }
   progress("writing " + args.output);
   auto summary = writer::writeArtifact(*module, executables, weights,
-                                       args.output, progress);
+                                       args.output, progress, trailer);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
@@ -244,6 +253,8 @@ int runCompile(const CompileArgs &args) {
   os << llvm::formatv("  digests       program {0}, weights {1} (BLAKE2b-256)\n",
                       format::hex(summary->programDigest).substr(0, 16),
                       format::hex(summary->weightsDigest).substr(0, 16));
+  if (!args.signKey.empty())
+    os << llvm::formatv("  signed        with {0}\n", args.signKey);
   os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "
                       "codegen {2:F0} ms, write {3:F0} ms, total {4:F0} ms\n",
                       importMs, passMs, codegenMs, writeMs, msSince(t0));

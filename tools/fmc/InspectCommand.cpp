@@ -2,6 +2,7 @@
 // command is described by its kind in the runtime (fm::ArtifactFile::
 // describe), so a new command needs nothing here.
 #include "Commands.h"
+#include "Signing.h"
 
 #include "fm/artifact.h"
 #include "fm/format.h"
@@ -157,6 +158,10 @@ int extract(const ArtifactFile &a, const InspectArgs &args) {
 int runInspect(const InspectArgs &args) {
   ArtifactFile::Options opts;
   opts.checkWeightsDigest = args.verifyHash;
+  auto keys = readTrustedKeys(args.trustedKeys);
+  if (!keys)
+    return fail("--trusted-key: " + llvm::toString(keys.takeError()));
+  opts.trustedKeys = std::move(*keys);
   auto art = ArtifactFile::open(args.artifact, opts);
   if (!art)
     return fail(art.message());
@@ -253,6 +258,12 @@ int runInspect(const InspectArgs &args) {
     for (const fa::Executable *e : *root.executables())
       exes.push_back(executableJson(*e));
     out["executables"] = std::move(exes);
+    if (a.signedBy())
+      out["signed_by"] = minisign::keyIdText(*a.signedBy());
+    std::string ignored;
+    llvm::raw_string_ostream sink(ignored);
+    if (int rc = describeSignatures(a, args, sink))
+      return rc;
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
                  << "\n";
     return 0;
@@ -274,6 +285,8 @@ int runInspect(const InspectArgs &args) {
                       format::hex(a.programDigest()).substr(0, 16),
                       format::hex(a.weightsDigest()).substr(0, 16),
                       args.verifyHash ? " (verified)" : "");
+  if (int rc = describeSignatures(a, args, os))
+    return rc;
   for (const fa::KvCache *c : *root.caches())
     os << llvm::formatv("  kv cache      @{0}: {1} slots x {2} heads x {3}, "
                         "capacity {4}, {5}\n",
