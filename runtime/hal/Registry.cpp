@@ -7,6 +7,9 @@
 #if defined(FM_HAVE_VULKAN)
 #include "hal/vulkan/VulkanDevice.h"
 #endif
+#ifdef FM_HAL_CUDA
+#include "hal/cuda/CudaDevice.h"
+#endif
 
 namespace fm::hal {
 namespace {
@@ -56,9 +59,22 @@ Expected<std::unique_ptr<Device>> openVulkan() {
 #define FM_VULKAN_KIND {"vulkan", nullptr, nullptr}
 #endif
 
+#ifdef FM_HAL_CUDA
+Expected<std::unique_ptr<Device>> openCuda() {
+  auto d = cuda::CudaDevice::open(0);
+  if (!d)
+    return d.status();
+  return std::unique_ptr<Device>(std::move(*d));
+}
+#endif
+
 // Best first: the default takes the first present hardware device.
 const Kind kKinds[] = {
+#ifdef FM_HAL_CUDA
+    {"cuda", cuda::probe, openCuda},
+#else
     {"cuda", nullptr, nullptr},
+#endif
     {"metal", nullptr, nullptr},
     FM_VULKAN_KIND,
     {"cpu", probeCpu, openCpu},

@@ -70,9 +70,15 @@ TEST(Device, ChoiceErrors) {
             "m.fmb has no executable for device 'cpu' (it has: vulkan); compile "
             "it with fmc compile --target cpu");
   o.device = "vulkan";
+  // The kinds built into this runtime (cuda where the CUDA toolkit was
+  // found at build time), best first.
+  std::string builtIn;
+  for (const DeviceInfo &d : probeDevices())
+    if (d.builtIn)
+      builtIn += (builtIn.empty() ? "" : ", ") + d.name;
   EXPECT_EQ(loadMessage(onlyVulkan, o),
             "m.fmb: device 'vulkan' is not built into this runtime (rebuild "
-            "with its SDK installed; built in: cpu)");
+            "with its SDK installed; built in: " + builtIn + ")");
   o.device = "npu";
   EXPECT_EQ(loadMessage(onlyVulkan, o),
             "m.fmb: unknown device 'npu' (known: cuda, metal, vulkan, cpu)");

@@ -1,0 +1,279 @@
+// The CUDA device (CudaDevice.h): opening, memory, queues, the registry's
+// probe; its kernels are in CudaKernels.cpp.
+#include "hal/cuda/CudaDevice.h"
+
+#include "hal/cuda/CudaPtx.h"
+
+#include <cstdio>
+
+namespace fm::hal::cuda {
+
+CudaBuffer::CudaBuffer(const DriverApi &api, CUdeviceptr ptr, uint64_t bytes)
+    : Buffer(bytes, MemorySpace::Device, nullptr), api_(api), ptr_(ptr) {}
+
+CudaBuffer::~CudaBuffer() {
+  if (ptr_)
+    api_.cuMemFree(ptr_);
+}
+
+CUdeviceptr devicePtr(const Buffer *buffer, uint64_t offset) {
+  return static_cast<const CudaBuffer *>(buffer)->ptr() + offset;
+}
+
+CudaQueue::CudaQueue(const CudaDevice &device, CUstream stream)
+    : device_(device), stream_(stream) {}
+
+CudaQueue::~CudaQueue() {
+  if (device_.enter())
+    device_.api().cuStreamDestroy(stream_);
+}
+
+void CudaQueue::runConcurrently(int64_t n,
+                                const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; ++i)
+    fn(i);
+}
+
+Status CudaQueue::enter() const { return device_.enter(); }
+
+namespace {
+
+std::string deviceName(const DriverApi &api, CUdevice dev) {
+  char name[256] = {};
+  if (api.cuDeviceGetName(name, sizeof(name) - 1, dev) != CUDA_SUCCESS)
+    return "unnamed GPU";
+  return name;
+}
+
+int attribute(const DriverApi &api, CUdevice dev, int attr) {
+  int v = 0;
+  if (api.cuDeviceGetAttribute(&v, attr, dev) != CUDA_SUCCESS)
+    return 0;
+  return v;
+}
+
+// The PTX targets sm_80 (kernels/*.cu): older GPUs cannot run it.
+constexpr int kMinSm = 80;
+
+struct Found {
+  const DriverApi *api = nullptr;
+  CUdevice dev = 0;
+  std::string description;
+  int sm = 0;
+  Status status;
+};
+
+Found find(int ordinal) {
+  Found f;
+  auto api = driver();
+  if (!api) {
+    f.status = api.status();
+    return f;
+  }
+  f.api = *api;
+  int count = 0;
+  if (CUresult r = f.api->cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
+    f.status = Status::error("cuDeviceGetCount failed: " + errorText(*f.api, r));
+    return f;
+  }
+  if (ordinal >= count) {
+    f.status = Status::error(count == 0 ? std::string("no CUDA device")
+                                        : "no CUDA device " +
+                                              std::to_string(ordinal) + " (" +
+                                              std::to_string(count) + " found)");
+    return f;
+  }
+  if (CUresult r = f.api->cuDeviceGet(&f.dev, ordinal); r != CUDA_SUCCESS) {
+    f.status = Status::error("cuDeviceGet failed: " + errorText(*f.api, r));
+    return f;
+  }
+  f.sm = 10 * attribute(*f.api, f.dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) +
+         attribute(*f.api, f.dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  size_t mem = 0;
+  f.api->cuDeviceTotalMem(&mem, f.dev);
+  char line[384];
+  std::snprintf(line, sizeof(line), "cuda (%s, sm_%d, %d SMs, %.0f GiB)",
+                deviceName(*f.api, f.dev).c_str(), f.sm,
+                attribute(*f.api, f.dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+                double(mem) / double(1ull << 30));
+  f.description = line;
+  if (f.sm < kMinSm)
+    f.status = Status::error(f.description + " is older than sm_" +
+                             std::to_string(kMinSm) +
+                             ", which the CUDA kernels need");
+  return f;
+}
+
+} // namespace
+
+fm::DeviceInfo probe() {
+  fm::DeviceInfo info;
+  info.name = "cuda";
+  info.builtIn = true;
+  Found f = find(0);
+  if (!f.status) {
+    info.description = f.status.message();
+    return info;
+  }
+  info.present = info.hardware = true;
+  info.description = f.description;
+  return info;
+}
+
+Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
+  Found f = find(ordinal);
+  if (!f.status)
+    return f.status;
+  const DriverApi &api = *f.api;
+  CUcontext ctx = nullptr;
+  FM_RETURN_IF_ERROR(check(api, api.cuDevicePrimaryCtxRetain(&ctx, f.dev),
+                           "cuDevicePrimaryCtxRetain"));
+  std::unique_ptr<CudaDevice> d(new CudaDevice(api, f.dev, ctx));
+  d->description_ = f.description;
+  d->sm_ = f.sm;
+  // DDR: two transfers per clock; kHz * bits / 8 * 2 = bytes/ms.
+  d->peakGBps_ =
+      2.0 * attribute(api, f.dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) * 1e3 *
+      attribute(api, f.dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH) / 8.0 /
+      1e9;
+  FM_RETURN_IF_ERROR(d->enter());
+  for (size_t i = 0; i < kNumPtxModules; ++i) {
+    char log[8192] = {};
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+    CUmodule module = nullptr;
+    CUresult r = api.cuModuleLoadDataEx(&module, kPtxModules[i].ptx, 2, options,
+                                        values);
+    if (r != CUDA_SUCCESS)
+      return Status::error(std::string("cuda: loading the PTX of kernels/") +
+                           kPtxModules[i].name + ".cu failed: " +
+                           errorText(api, r) + (log[0] ? ": " : "") + log);
+    d->modules_.push_back(module);
+  }
+  return d;
+}
+
+CudaDevice::CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx)
+    : api_(api), dev_(dev), ctx_(ctx) {}
+
+CudaDevice::~CudaDevice() {
+  if (enter()) {
+    for (CUmodule m : modules_)
+      api_.cuModuleUnload(m);
+  }
+  api_.cuDevicePrimaryCtxRelease(dev_);
+}
+
+Status CudaDevice::enter() const {
+  return check(api_, api_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+Expected<CUfunction> CudaDevice::function(const char *name) const {
+  for (CUmodule m : modules_) {
+    CUfunction fn = nullptr;
+    if (api_.cuModuleGetFunction(&fn, m, name) == CUDA_SUCCESS)
+      return fn;
+  }
+  return Status::error(std::string("cuda: no kernel '") + name +
+                       "' in the embedded PTX");
+}
+
+Status CudaDevice::launch(CUfunction fn, Dim3 grid, Dim3 block,
+                          LaunchParams &params, CUstream stream) const {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    return Status::ok(); // nothing to do (e.g. 0 rows)
+  return check(api_,
+               api_.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
+                                   block.z, 0, stream, params.pointers(),
+                                   nullptr),
+               "cuLaunchKernel");
+}
+
+Expected<std::unique_ptr<CudaBuffer>> CudaDevice::allocateDevice(uint64_t bytes) {
+  FM_RETURN_IF_ERROR(enter());
+  CUdeviceptr ptr = 0;
+  // cuMemAlloc refuses 0 bytes: an empty buffer has no pointer.
+  if (bytes) {
+    if (CUresult r = api_.cuMemAlloc(&ptr, bytes); r != CUDA_SUCCESS)
+      return Status::error("cuda: cannot allocate " + std::to_string(bytes) +
+                           " bytes of device memory: " + errorText(api_, r));
+    if (CUresult r = api_.cuMemsetD8(ptr, 0, bytes); r != CUDA_SUCCESS) {
+      api_.cuMemFree(ptr);
+      return Status::error("cuda: cuMemsetD8: " + errorText(api_, r));
+    }
+  }
+  return std::make_unique<CudaBuffer>(api_, ptr, bytes);
+}
+
+Expected<std::unique_ptr<Buffer>> CudaDevice::allocate(uint64_t bytes,
+                                                       MemorySpace space) {
+  (void)space; // Every buffer of this device is device memory.
+  auto b = allocateDevice(bytes);
+  if (!b)
+    return b.status();
+  return std::unique_ptr<Buffer>(std::move(*b));
+}
+
+namespace {
+Status inRange(const Buffer &buffer, uint64_t offset, uint64_t bytes,
+               const char *what) {
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    return Status::error(std::string("cuda: ") + what + " of " +
+                         std::to_string(bytes) + " bytes at " +
+                         std::to_string(offset) +
+                         " is outside a buffer of " +
+                         std::to_string(buffer.size()));
+  return Status::ok();
+}
+} // namespace
+
+Status CudaDevice::upload(Buffer &buffer, uint64_t offset, const void *data,
+                          uint64_t bytes) {
+  FM_RETURN_IF_ERROR(inRange(buffer, offset, bytes, "upload"));
+  if (!bytes)
+    return Status::ok();
+  FM_RETURN_IF_ERROR(enter());
+  return check(api_, api_.cuMemcpyHtoD(devicePtr(&buffer, offset), data, bytes),
+               "cuMemcpyHtoD");
+}
+
+Status CudaDevice::download(const Buffer &buffer, uint64_t offset, void *data,
+                            uint64_t bytes) {
+  FM_RETURN_IF_ERROR(inRange(buffer, offset, bytes, "download"));
+  if (!bytes)
+    return Status::ok();
+  FM_RETURN_IF_ERROR(enter());
+  return check(api_, api_.cuMemcpyDtoH(data, devicePtr(&buffer, offset), bytes),
+               "cuMemcpyDtoH");
+}
+
+Expected<std::unique_ptr<Buffer>> CudaDevice::importWeights(const uint8_t *data,
+                                                            uint64_t bytes) {
+  auto b = allocateDevice(bytes);
+  if (!b)
+    return b.status();
+  if (bytes)
+    FM_RETURN_IF_ERROR(upload(**b, 0, data, bytes));
+  return std::unique_ptr<Buffer>(std::move(*b));
+}
+
+Expected<std::unique_ptr<Executable>>
+CudaDevice::loadExecutable(const artifact::Executable &,
+                           const std::string &artifactName) {
+  return Status::error(artifactName +
+                       ": generated CUDA code (Dispatch commands, fmc "
+                       "--target cuda) is not supported by this runtime's "
+                       "CUDA device yet");
+}
+
+Expected<std::unique_ptr<Queue>>
+CudaDevice::createQueue(const QueueOptions &) {
+  FM_RETURN_IF_ERROR(enter());
+  CUstream stream = nullptr;
+  // Flags 0: a blocking stream, ordered with the synchronous copies.
+  FM_RETURN_IF_ERROR(check(api_, api_.cuStreamCreate(&stream, 0),
+                           "cuStreamCreate"));
+  return std::unique_ptr<Queue>(new CudaQueue(*this, stream));
+}
+
+} // namespace fm::hal::cuda

@@ -1,0 +1,154 @@
+// The CUDA device: device memory, one stream per queue, and the hand-written
+// kernels (kernels/*.cu as embedded PTX, JIT-compiled by the driver when the
+// device opens) through the driver API loaded at run time (CudaDriver.h).
+// Generated code (fmc --target cuda) is not supported yet: an artifact with
+// Dispatch commands cannot run here; one whose commands are all
+// micro-kernels (embed, matmul, attention, copies, all-reduce) can.
+#pragma once
+
+#include "fm/device_info.h"
+#include "hal/Device.h"
+#include "hal/cuda/CudaDriver.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fm::hal::cuda {
+
+class CudaDevice;
+
+/// Device memory (cuMemAlloc), freed with the buffer.
+class CudaBuffer final : public Buffer {
+public:
+  CudaBuffer(const DriverApi &api, CUdeviceptr ptr, uint64_t bytes);
+  ~CudaBuffer() override;
+  CudaBuffer(const CudaBuffer &) = delete;
+  CudaBuffer &operator=(const CudaBuffer &) = delete;
+  CUdeviceptr ptr() const { return ptr_; }
+
+private:
+  const DriverApi &api_;
+  CUdeviceptr ptr_;
+};
+
+/// A stream (blocking, so the synchronous copies of upload/download wait
+/// for the kernels before them). Kernels of a queue run in order; the
+/// device runs one track after another.
+class CudaQueue final : public Queue {
+public:
+  CudaQueue(const CudaDevice &device, CUstream stream);
+  ~CudaQueue() override;
+  int threads() const override { return 1; }
+  void runConcurrently(int64_t n,
+                       const std::function<void(int64_t)> &fn) override;
+  CUstream stream() const { return stream_; }
+  /// Makes the device's context current on the calling thread.
+  Status enter() const;
+
+private:
+  const CudaDevice &device_;
+  CUstream stream_;
+};
+
+/// A kernel's launch parameters: cuLaunchKernel takes a pointer to each
+/// argument's value. Lives on the stack of a run; never copied.
+class LaunchParams {
+public:
+  LaunchParams() = default;
+  LaunchParams(const LaunchParams &) = delete;
+  template <typename T> LaunchParams &add(T value) {
+    static_assert(sizeof(T) <= sizeof(uint64_t), "one slot per argument");
+    slots_[n_] = 0;
+    std::memcpy(&slots_[n_], &value, sizeof(T));
+    pointers_[n_] = &slots_[n_];
+    ++n_;
+    return *this;
+  }
+  void **pointers() { return pointers_; }
+
+private:
+  static constexpr int kMax = 16;
+  uint64_t slots_[kMax];
+  void *pointers_[kMax];
+  int n_ = 0;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+class CudaDevice final : public Device {
+public:
+  /// Opens GPU `ordinal`: its primary context and the kernel modules.
+  static Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0);
+  ~CudaDevice() override;
+
+  const std::string &name() const override { return name_; }
+  const std::string &target() const override { return name_; }
+  std::string description() const override { return description_; }
+
+  Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes,
+                                             MemorySpace space) override;
+  Status upload(Buffer &buffer, uint64_t offset, const void *data,
+                uint64_t bytes) override;
+  Status download(const Buffer &buffer, uint64_t offset, void *data,
+                  uint64_t bytes) override;
+  Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
+                                                  uint64_t bytes) override;
+  bool readsLayout(const std::string &layout) const override {
+    return layout.empty();
+  }
+  Expected<std::unique_ptr<Executable>>
+  loadExecutable(const artifact::Executable &executable,
+                 const std::string &artifactName) override;
+  Expected<std::unique_ptr<Queue>>
+  createQueue(const QueueOptions &options) override;
+
+  Expected<std::unique_ptr<Kernel>> prepareEmbed(const EmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareMatmul(const MatmulDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareAttention(const AttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareMoe(const MoeDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareDispatch(const DispatchDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareAllReduce(const AllReduceDesc &) override;
+
+  // For the kernels (CudaKernels.cpp) and the GPU tests.
+  const DriverApi &api() const { return api_; }
+  /// Makes the context current on the calling thread.
+  Status enter() const;
+  /// The kernel `name` of the embedded modules.
+  Expected<CUfunction> function(const char *name) const;
+  Status launch(CUfunction fn, Dim3 grid, Dim3 block, LaunchParams &params,
+                CUstream stream) const;
+  /// Device memory the kernels own (scratch), in a Buffer.
+  Expected<std::unique_ptr<CudaBuffer>> allocateDevice(uint64_t bytes);
+  /// Compute capability, e.g. 90 for sm_90.
+  int smVersion() const { return sm_; }
+  /// Theoretical DRAM bandwidth from the memory clock and bus width, GB/s.
+  double peakGBps() const { return peakGBps_; }
+
+private:
+  CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx);
+  const DriverApi &api_;
+  CUdevice dev_;
+  CUcontext ctx_;
+  std::vector<CUmodule> modules_;
+  std::string name_ = "cuda";
+  std::string description_;
+  int sm_ = 0;
+  double peakGBps_ = 0.0;
+};
+
+/// What the registry lists: present with the GPU's description, or absent
+/// with the reason (no driver, no device, a GPU older than sm_80).
+fm::DeviceInfo probe();
+
+/// The device pointer of `rows`'s first float (its buffer is a CudaBuffer).
+CUdeviceptr devicePtr(const Buffer *buffer, uint64_t offset);
+
+} // namespace fm::hal::cuda

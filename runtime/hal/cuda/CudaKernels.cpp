@@ -1,0 +1,448 @@
+// The CUDA device's prepared kernels: device pointers and kernel functions
+// are resolved when a kernel is prepared; a run fills the launch
+// parameters on the stack and launches on the queue's stream.
+#include "hal/cuda/CudaDevice.h"
+
+#include "kernels/qformat.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace fm::hal::cuda {
+namespace {
+
+CudaQueue &cudaQueue(Queue &queue) { return static_cast<CudaQueue &>(queue); }
+
+CUdeviceptr rowsPtr(const Rows &r) { return devicePtr(r.buffer, r.offset); }
+
+unsigned blocks(int64_t n, int64_t per) { return unsigned((n + per - 1) / per); }
+
+// fm_qmatvec_<path>_q<bits>g<group><b|a> (kernels/matvec.cu).
+std::string qmatvecName(const char *path, kernels::QuantFormat f) {
+  return std::string("fm_qmatvec_") + path + "_q" + std::to_string(f.bits) +
+         "g" + std::to_string(f.group) +
+         (f.grid == kernels::QuantGrid::Affine ? "a" : "b");
+}
+
+// Matvec kernels: 8 warps per block, one output row each.
+constexpr unsigned kMatvecThreads = 256;
+constexpr int64_t kMatvecRows = kMatvecThreads / 32;
+
+class EmbedKernel final : public Kernel {
+public:
+  static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
+                                                const EmbedDesc &d) {
+    auto fn = dev.function("fm_embed");
+    if (!fn)
+      return fn.status();
+    auto tokens = dev.allocateDevice(kChunk * sizeof(int32_t));
+    if (!tokens)
+      return tokens.status();
+    std::unique_ptr<EmbedKernel> k(new EmbedKernel(dev, d, *fn));
+    k->tokens_ = std::move(*tokens);
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CudaQueue &q = cudaQueue(queue);
+    FM_RETURN_IF_ERROR(q.enter());
+    // The tokens are host memory: staged through a device buffer, a chunk
+    // of rows at a time.
+    for (int64_t r0 = 0; r0 < l.rows; r0 += kChunk) {
+      const int64_t n = std::min(kChunk, l.rows - r0);
+      FM_RETURN_IF_ERROR(check(
+          dev_.api(),
+          dev_.api().cuMemcpyHtoDAsync(tokens_->ptr(), l.tokens + r0,
+                                       n * sizeof(int32_t), q.stream()),
+          "cuMemcpyHtoDAsync (tokens)"));
+      LaunchParams p;
+      p.add(table_).add(rowBytes_).add(kind_).add(format_.bits)
+          .add(format_.group).add(int(format_.grid == kernels::QuantGrid::Affine))
+          .add(tokens_->ptr()).add(out_ + CUdeviceptr(r0 * stride_ * 4))
+          .add(stride_).add(int(width_));
+      FM_RETURN_IF_ERROR(dev_.launch(fn_, {unsigned(n)}, {256}, p, q.stream()));
+    }
+    return Status::ok();
+  }
+
+private:
+  static constexpr int64_t kChunk = 4096;
+  EmbedKernel(CudaDevice &dev, const EmbedDesc &d, CUfunction fn)
+      : dev_(dev), fn_(fn), table_(devicePtr(d.table.buffer, d.table.offset)),
+        out_(rowsPtr(d.out)), stride_(d.out.stride), width_(d.out.width),
+        format_(d.table.format) {
+    switch (d.table.kind) {
+    case WeightKind::F32:
+      kind_ = 0;
+      rowBytes_ = width_ * 4;
+      break;
+    case WeightKind::F16:
+      kind_ = 1;
+      rowBytes_ = width_ * 2;
+      break;
+    case WeightKind::Quant:
+      kind_ = 2;
+      rowBytes_ = int64_t(kernels::packedRowBytes(format_, width_));
+      break;
+    }
+  }
+  CudaDevice &dev_;
+  CUfunction fn_;
+  CUdeviceptr table_, out_;
+  int64_t stride_, width_;
+  kernels::QuantFormat format_;
+  int kind_ = 0;
+  int64_t rowBytes_ = 0;
+  std::unique_ptr<CudaBuffer> tokens_;
+};
+
+class MatmulKernel final : public Kernel {
+public:
+  static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
+                                                const MatmulDesc &d) {
+    std::unique_ptr<MatmulKernel> k(new MatmulKernel(dev, d));
+    int64_t col = 0;
+    bool dp4a = false;
+    for (const WeightDesc &w : d.weights) {
+      Part part;
+      part.w = devicePtr(w.buffer, w.offset);
+      part.rows = w.shape[0];
+      part.col = col;
+      col += part.rows;
+      std::string name;
+      switch (w.kind) {
+      case WeightKind::F32:
+        name = "fm_matvec_f32";
+        break;
+      case WeightKind::F16:
+        name = "fm_matvec_f16";
+        break;
+      case WeightKind::Quant:
+        // Int8 rounds x to one int8 digit per 32 inputs (dp4a); the other
+        // choices keep f32 x, at least as exact as the CPU's Int8x2.
+        part.dp4a = d.activations == kernels::QActivations::Int8;
+        dp4a = dp4a || part.dp4a;
+        name = qmatvecName(part.dp4a ? "dp4a" : "f32", w.format);
+        break;
+      }
+      auto fn = dev.function(name.c_str());
+      if (!fn)
+        return fn.status();
+      part.fn = *fn;
+      k->parts_.push_back(part);
+    }
+    if (dp4a) {
+      auto fn = dev.function("fm_quantize_x_q8");
+      if (!fn)
+        return fn.status();
+      k->quantize_ = *fn;
+      const int64_t rows = std::max<int64_t>(1, d.maxRows);
+      auto xq = dev.allocateDevice(uint64_t(rows) * d.k +
+                                   uint64_t(rows) * (d.k / 32) * sizeof(float));
+      if (!xq)
+        return xq.status();
+      k->xq_ = std::move(*xq);
+    }
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CudaQueue &q = cudaQueue(queue);
+    FM_RETURN_IF_ERROR(q.enter());
+    const unsigned M = unsigned(l.rows);
+    const int K = int(k_);
+    const CUdeviceptr xs = xq_ ? xq_->ptr() + CUdeviceptr(l.rows * k_) : 0;
+    if (xq_) {
+      LaunchParams p;
+      p.add(x_).add(xStride_).add(K).add(xq_->ptr()).add(xs);
+      FM_RETURN_IF_ERROR(dev_.launch(quantize_, {blocks(k_ / 32, 8), M}, {256},
+                                     p, q.stream()));
+    }
+    for (const Part &part : parts_) {
+      LaunchParams p;
+      p.add(part.w);
+      if (part.dp4a)
+        p.add(xq_->ptr()).add(xs);
+      else
+        p.add(x_).add(xStride_);
+      p.add(y_ + CUdeviceptr(part.col * 4)).add(yStride_).add(int(part.rows))
+          .add(K).add(int(accumulate_));
+      FM_RETURN_IF_ERROR(dev_.launch(part.fn,
+                                     {blocks(part.rows, kMatvecRows), M},
+                                     {kMatvecThreads}, p, q.stream()));
+    }
+    return Status::ok();
+  }
+
+private:
+  struct Part {
+    CUfunction fn = nullptr;
+    CUdeviceptr w = 0;
+    int64_t rows = 0, col = 0;
+    bool dp4a = false;
+  };
+  MatmulKernel(CudaDevice &dev, const MatmulDesc &d)
+      : dev_(dev), x_(rowsPtr(d.x)), y_(rowsPtr(d.y)), xStride_(d.x.stride),
+        yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate) {}
+  CudaDevice &dev_;
+  std::vector<Part> parts_;
+  CUdeviceptr x_, y_;
+  int64_t xStride_, yStride_, k_;
+  bool accumulate_;
+  CUfunction quantize_ = nullptr;
+  std::unique_ptr<CudaBuffer> xq_; // [maxRows][k] int8, then [maxRows][k/32] f32
+};
+
+class AttentionKernel final : public Kernel {
+public:
+  // Keys per split at least; a decode row over a long cache gets up to
+  // kMaxSplits splits (one block each per head).
+  static constexpr int64_t kMinChunk = 128;
+  static constexpr int64_t kMaxSplits = 64;
+  static constexpr int64_t kMaxHeadDim = 256; // kernels/attention.cu
+  // Partials a launch may write (scratch size): prefill rows get fewer
+  // splits.
+  static constexpr int64_t kMaxPartials = 8192;
+
+  static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
+                                                const AttentionDesc &d) {
+    if (d.headDim > kMaxHeadDim || d.headDim <= 0)
+      return Status::error("cuda: attention head size " +
+                           std::to_string(d.headDim) +
+                           " is outside the CUDA kernel's 1.." +
+                           std::to_string(kMaxHeadDim));
+    if (d.kvHeads <= 0 || d.heads % d.kvHeads != 0)
+      return Status::error("cuda: attention heads " + std::to_string(d.heads) +
+                           " not a multiple of kv heads " +
+                           std::to_string(d.kvHeads));
+    auto split = dev.function(d.k.int8 ? "fm_attention_split_i8"
+                                       : "fm_attention_split_f32");
+    if (!split)
+      return split.status();
+    auto combine = dev.function("fm_attention_combine");
+    if (!combine)
+      return combine.status();
+    std::unique_ptr<AttentionKernel> k(new AttentionKernel(dev, d));
+    k->split_ = *split;
+    k->combine_ = *combine;
+    const int64_t rows = std::max<int64_t>(1, d.maxRows);
+    k->maxSplits_ = std::max<int64_t>(
+        1, std::min(kMaxSplits, kMaxPartials / (rows * d.heads)));
+    auto partial = dev.allocateDevice(uint64_t(rows) * d.heads * k->maxSplits_ *
+                                      (d.headDim + 2) * sizeof(float));
+    if (!partial)
+      return partial.status();
+    k->partial_ = std::move(*partial);
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CudaQueue &q = cudaQueue(queue);
+    FM_RETURN_IF_ERROR(q.enter());
+    // The most keys a row sees: the last row's.
+    int64_t visible = l.pos + l.rows;
+    if (window_ > 0)
+      visible = std::min(visible, window_);
+    const int64_t splits =
+        std::max<int64_t>(1, std::min<int64_t>(maxSplits_, blocks(visible, kMinChunk)));
+    const int chunk = int(blocks(visible, splits));
+    LaunchParams p;
+    p.add(q_).add(qStride_).add(k_).add(v_).add(int(heads_)).add(int(kvHeads_))
+        .add(int(headDim_)).add(scale_).add(kScale_).add(vScale_).add(l.pos)
+        .add(window_).add(chunk).add(partial_->ptr());
+    FM_RETURN_IF_ERROR(dev_.launch(split_,
+                                   {unsigned(heads_), unsigned(splits),
+                                    unsigned(l.rows)},
+                                   {128}, p, q.stream()));
+    LaunchParams c;
+    c.add(partial_->ptr()).add(int(splits)).add(int(heads_)).add(int(headDim_))
+        .add(out_).add(outStride_);
+    return dev_.launch(combine_, {unsigned(heads_), unsigned(l.rows)}, {128}, c,
+                       q.stream());
+  }
+
+private:
+  AttentionKernel(CudaDevice &dev, const AttentionDesc &d)
+      : dev_(dev), q_(rowsPtr(d.q)), out_(rowsPtr(d.out)),
+        k_(devicePtr(d.k.buffer, d.k.offset)),
+        v_(devicePtr(d.v.buffer, d.v.offset)), qStride_(d.q.stride),
+        outStride_(d.out.stride), heads_(d.heads), kvHeads_(d.kvHeads),
+        headDim_(d.headDim), window_(d.window), scale_(d.scale),
+        kScale_(d.k.int8 ? d.kScale : 1.0f),
+        vScale_(d.v.int8 ? d.vScale : 1.0f) {}
+  CudaDevice &dev_;
+  CUfunction split_ = nullptr, combine_ = nullptr;
+  CUdeviceptr q_, out_, k_, v_;
+  int64_t qStride_, outStride_, heads_, kvHeads_, headDim_, window_;
+  float scale_, kScale_, vScale_;
+  int64_t maxSplits_ = 1;
+  std::unique_ptr<CudaBuffer> partial_;
+};
+
+class CopyRowKernel final : public Kernel {
+public:
+  CopyRowKernel(CudaDevice &dev, const CopyRowDesc &d)
+      : dev_(dev), src_(rowsPtr(d.src)), dst_(rowsPtr(d.dst)),
+        srcStride_(d.src.stride), width_(d.src.width) {}
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CudaQueue &q = cudaQueue(queue);
+    if (width_ <= 0 || l.rows <= 0)
+      return Status::ok();
+    FM_RETURN_IF_ERROR(q.enter());
+    return check(dev_.api(),
+                 dev_.api().cuMemcpyDtoDAsync(
+                     dst_, src_ + CUdeviceptr((l.rows - 1) * srcStride_ * 4),
+                     width_ * sizeof(float), q.stream()),
+                 "cuMemcpyDtoDAsync (copy row)");
+  }
+
+private:
+  CudaDevice &dev_;
+  CUdeviceptr src_, dst_;
+  int64_t srcStride_, width_;
+};
+
+class AllReduceKernel final : public Kernel {
+public:
+  static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
+                                                const AllReduceDesc &d) {
+    auto add = dev.function("fm_add_rows");
+    auto scale = dev.function("fm_scale_rows");
+    auto zero = dev.function("fm_zero_rows");
+    if (!add)
+      return add.status();
+    if (!scale)
+      return scale.status();
+    if (!zero)
+      return zero.status();
+    std::unique_ptr<AllReduceKernel> k(new AllReduceKernel(dev, d));
+    k->add_ = *add;
+    k->scale_ = *scale;
+    k->zero_ = *zero;
+    if (d.comm && d.comm->size() > 1)
+      k->host_.resize(size_t(std::max<int64_t>(1, d.maxRows)) * d.out.width);
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    CudaQueue &q = cudaQueue(queue);
+    FM_RETURN_IF_ERROR(q.enter());
+    const auto t0 = std::chrono::steady_clock::now();
+    const unsigned M = unsigned(l.rows);
+    if (width_ > 0) {
+      // This rank's partials into out (the first one copies, unless out
+      // already holds it).
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        LaunchParams p;
+        p.add(inputs_[i].ptr).add(inputs_[i].stride).add(out_).add(stride_)
+            .add(int(width_)).add(int(i > 0 || inPlace_));
+        FM_RETURN_IF_ERROR(dev_.launch(add_, {M}, {256}, p, q.stream()));
+      }
+      if (inputs_.empty() && !inPlace_) {
+        LaunchParams p;
+        p.add(out_).add(stride_).add(int(width_));
+        FM_RETURN_IF_ERROR(dev_.launch(zero_, {M}, {256}, p, q.stream()));
+      }
+      if (comm_ && comm_->size() > 1) {
+        // Staged through the host: one collective of the dense rows.
+        const DriverApi &api = dev_.api();
+        FM_RETURN_IF_ERROR(check(api, api.cuStreamSynchronize(q.stream()),
+                                 "cuStreamSynchronize"));
+        float *h = host_.data();
+        for (int64_t r = 0; r < l.rows; ++r)
+          FM_RETURN_IF_ERROR(check(
+              api,
+              api.cuMemcpyDtoH(h + r * width_, out_ + CUdeviceptr(r * stride_ * 4),
+                               width_ * 4),
+              "cuMemcpyDtoH (all-reduce)"));
+        FM_RETURN_IF_ERROR(comm_->allReduceSum(h, l.rows * width_));
+        for (int64_t r = 0; r < l.rows; ++r)
+          FM_RETURN_IF_ERROR(check(
+              api,
+              api.cuMemcpyHtoD(out_ + CUdeviceptr(r * stride_ * 4),
+                               h + r * width_, width_ * 4),
+              "cuMemcpyHtoD (all-reduce)"));
+      }
+      if (factor_ != 1.0f) {
+        LaunchParams p;
+        p.add(out_).add(stride_).add(int(width_)).add(factor_);
+        FM_RETURN_IF_ERROR(dev_.launch(scale_, {M}, {256}, p, q.stream()));
+      }
+    }
+    if (stats_) {
+      stats_->allReduces += 1;
+      stats_->ms += std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    }
+    return Status::ok();
+  }
+
+private:
+  struct Input {
+    CUdeviceptr ptr;
+    int64_t stride;
+  };
+  AllReduceKernel(CudaDevice &dev, const AllReduceDesc &d)
+      : dev_(dev), out_(rowsPtr(d.out)), stride_(d.out.stride),
+        width_(d.out.width), factor_(d.scale), comm_(d.comm), stats_(d.stats) {
+    for (const Rows &in : d.inputs) {
+      if (in.buffer == d.out.buffer && in.offset == d.out.offset &&
+          in.stride == d.out.stride)
+        inPlace_ = true;
+      else
+        inputs_.push_back({rowsPtr(in), in.stride});
+    }
+  }
+  CudaDevice &dev_;
+  CUfunction add_ = nullptr, scale_ = nullptr, zero_ = nullptr;
+  CUdeviceptr out_;
+  int64_t stride_, width_;
+  float factor_;
+  Communicator *comm_;
+  CollectiveStats *stats_;
+  std::vector<Input> inputs_;
+  bool inPlace_ = false;
+  mutable std::vector<float> host_; // the staging rows (sized at prepare)
+};
+
+} // namespace
+
+Expected<std::unique_ptr<Kernel>> CudaDevice::prepareEmbed(const EmbedDesc &d) {
+  return EmbedKernel::make(*this, d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CudaDevice::prepareMatmul(const MatmulDesc &d) {
+  return MatmulKernel::make(*this, d);
+}
+
+Expected<std::unique_ptr<Kernel>>
+CudaDevice::prepareAttention(const AttentionDesc &d) {
+  return AttentionKernel::make(*this, d);
+}
+
+Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &) {
+  return Status::error("cuda: the Moe command (mixture of experts) is not "
+                       "implemented on the CUDA device yet");
+}
+
+Expected<std::unique_ptr<Kernel>>
+CudaDevice::prepareDispatch(const DispatchDesc &) {
+  return Status::error("cuda: Dispatch of generated code is not supported by "
+                       "the CUDA device yet (no fmc --target cuda)");
+}
+
+Expected<std::unique_ptr<Kernel>>
+CudaDevice::prepareCopyRow(const CopyRowDesc &d) {
+  return std::unique_ptr<Kernel>(new CopyRowKernel(*this, d));
+}
+
+Expected<std::unique_ptr<Kernel>>
+CudaDevice::prepareAllReduce(const AllReduceDesc &d) {
+  return AllReduceKernel::make(*this, d);
+}
+
+} // namespace fm::hal::cuda

@@ -1,0 +1,114 @@
+# The CUDA device (runtime/hal/cuda): built when the CUDA toolkit's headers
+# are found (FM_CUDA_PATH, default /usr/local/cuda) and a clang with CUDA
+# support compiles the kernels; no nvcc, and no driver at build time (the
+# device loads libcuda.so.1 when it opens). Included from
+# runtime/hal/CMakeLists.txt after fm_hal is defined.
+#   kernels/*.cu --clang++ -x cuda --cuda-device-only -S--> <stem>.ptx
+#   *.ptx --embed_ptx.cmake--> CudaPtx.cpp (in fm_hal)
+#   ctest runtime.cuda.ptxas: ptxas -v on every PTX for sm_80 and sm_90.
+
+set(FM_CUDA_PATH "/usr/local/cuda" CACHE PATH "CUDA toolkit (headers for clang's CUDA mode, ptxas)")
+set(FM_CUDA_ARCH "sm_80" CACHE STRING "GPU architecture of the embedded PTX (the driver JITs it for newer GPUs)")
+option(FM_WITH_CUDA "Build the CUDA device when the toolkit is found" ON)
+
+if(NOT FM_WITH_CUDA)
+  message(STATUS "CUDA device: off (FM_WITH_CUDA=OFF)")
+  return()
+endif()
+if(NOT EXISTS "${FM_CUDA_PATH}/include/cuda_runtime.h")
+  message(STATUS "CUDA device: skipped, no CUDA toolkit headers at ${FM_CUDA_PATH}/include (set FM_CUDA_PATH)")
+  return()
+endif()
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(FM_CUDA_CLANG ${CMAKE_CXX_COMPILER})
+else()
+  find_program(FM_CUDA_CLANG NAMES clang++-22 clang++)
+endif()
+if(NOT FM_CUDA_CLANG)
+  message(STATUS "CUDA device: skipped, no clang++ to compile kernels/*.cu")
+  return()
+endif()
+
+set(_fm_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
+set(_fm_cuda_out ${CMAKE_CURRENT_BINARY_DIR}/cuda)
+file(MAKE_DIRECTORY ${_fm_cuda_out})
+set(FM_CUDA_KERNELS matvec embed attention rows)
+set(FM_CUDA_PTX "")
+foreach(k IN LISTS FM_CUDA_KERNELS)
+  set(ptx ${_fm_cuda_out}/${k}.ptx)
+  add_custom_command(OUTPUT ${ptx}
+    COMMAND ${FM_CUDA_CLANG} -x cuda --cuda-device-only
+            --cuda-gpu-arch=${FM_CUDA_ARCH} --cuda-path=${FM_CUDA_PATH}
+            # PTX 8.0 (CUDA 12.0 drivers and newer), not clang's newest.
+            --cuda-feature=+ptx80 -Wno-unknown-cuda-version
+            -std=c++17 -O3 -Wall -Wextra -Werror -S
+            ${_fm_cuda_dir}/kernels/${k}.cu -o ${ptx}
+    DEPENDS ${_fm_cuda_dir}/kernels/${k}.cu ${_fm_cuda_dir}/kernels/common.cuh
+    COMMENT "CUDA kernels: kernels/${k}.cu -> ${k}.ptx"
+    VERBATIM)
+  list(APPEND FM_CUDA_PTX ${ptx})
+endforeach()
+add_custom_command(OUTPUT ${_fm_cuda_out}/CudaPtx.cpp
+  COMMAND ${CMAKE_COMMAND} -DOUT=${_fm_cuda_out}/CudaPtx.cpp
+          "-DPTX=${FM_CUDA_PTX}" -P ${_fm_cuda_dir}/embed_ptx.cmake
+  DEPENDS ${FM_CUDA_PTX} ${_fm_cuda_dir}/embed_ptx.cmake
+  COMMENT "CUDA kernels: embedding the PTX"
+  VERBATIM)
+
+target_sources(fm_hal PRIVATE
+  ${_fm_cuda_dir}/CudaDevice.cpp
+  ${_fm_cuda_dir}/CudaDriver.cpp
+  ${_fm_cuda_dir}/CudaKernels.cpp
+  ${_fm_cuda_out}/CudaPtx.cpp)
+target_compile_definitions(fm_hal PRIVATE FM_HAL_CUDA=1)
+message(STATUS "CUDA device: on (${FM_CUDA_ARCH} PTX by ${FM_CUDA_CLANG}, toolkit ${FM_CUDA_PATH})")
+
+if(FM_BUILD_TESTS)
+  find_program(FM_PTXAS ptxas HINTS ${FM_CUDA_PATH}/bin NO_DEFAULT_PATH)
+  add_custom_target(fm_cuda_ptx ALL DEPENDS ${FM_CUDA_PTX})
+  # Every PTX through ptxas for the oldest and the newest architecture we
+  # target: errors and register spills fail the test; skipped (77) without
+  # ptxas.
+  add_test(NAME runtime.cuda.ptxas
+    COMMAND ${CMAKE_SOURCE_DIR}/scripts/check-ptx.sh "${FM_PTXAS}" sm_80,sm_90
+            ${FM_CUDA_PTX})
+  set_tests_properties(runtime.cuda.ptxas PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
+# The CUDA device's tests (test/unit/cuda): NoDriver.* where no driver is
+# installed, Gpu.* (each kernel against the CPU reference) where a GPU is;
+# each prints why it skips.
+if(FM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  set(_fm_cuda_test_dir ${CMAKE_SOURCE_DIR}/test/unit/cuda)
+  add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp)
+  target_include_directories(fm_cuda_test PRIVATE
+    ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime)
+  target_link_libraries(fm_cuda_test PRIVATE fm_runtime fm_hal fm_schema
+    GTest::gtest_main ${CMAKE_DL_LIBS})
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(fm_cuda_test PRIVATE -O2 -Wall -Wextra)
+  endif()
+  add_test(NAME runtime.cuda.nodriver COMMAND fm_cuda_test
+    --gtest_filter=NoDriver.*)
+  add_test(NAME runtime.cuda.gpu COMMAND fm_cuda_test --gtest_filter=Gpu.*)
+  # fm-run without a driver: cuda listed as absent with the reason, and
+  # --device cuda a clear error (on the artifact runtime.cuda.nodriver
+  # writes).
+  set_tests_properties(runtime.cuda.nodriver PROPERTIES
+    ENVIRONMENT FM_CUDA_TEST_FMB=${CMAKE_CURRENT_BINARY_DIR}/cuda_nodriver.fmb
+    FIXTURES_SETUP fm_cuda_fmb)
+  add_test(NAME runtime.cuda.fm-run
+    COMMAND ${_fm_cuda_test_dir}/fm_run_nodriver.sh $<TARGET_FILE:fm-run>
+            ${CMAKE_CURRENT_BINARY_DIR}/cuda_nodriver.fmb)
+  set_tests_properties(runtime.cuda.fm-run PROPERTIES
+    FIXTURES_REQUIRED fm_cuda_fmb SKIP_RETURN_CODE 77)
+  # Counted as skipped, not passed, when nothing could run.
+  set_tests_properties(runtime.cuda.nodriver PROPERTIES
+    SKIP_REGULAR_EXPRESSION "a CUDA driver is installed here")
+  set_tests_properties(runtime.cuda.gpu PROPERTIES
+    SKIP_REGULAR_EXPRESSION "skipped: no CUDA device")
+  unset(_fm_cuda_test_dir)
+endif()
+unset(_fm_cuda_dir)
+unset(_fm_cuda_out)

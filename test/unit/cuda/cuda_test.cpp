@@ -1,0 +1,698 @@
+// The CUDA device against the runtime's plain C++ reference kernels.
+//  - NoDriver.*: where libcuda.so.1 is absent (every machine without an
+//    NVIDIA driver), the device is listed as built in but absent with the
+//    reason, and opening it or loading a model on it is a clear error.
+//  - Gpu.*: each kernel on the GPU (HAL kernels through CudaDevice, row
+//    kernels launched directly) against qmatmulOn(Generic), attentionOn
+//    (Generic), dequantizeRow and plain loops; an artifact's logits on cuda
+//    against the CPU device's. Print "skipped: no CUDA device" and skip
+//    without a GPU.
+//  - DISABLED_Bench.*: achieved bandwidth of the matvec kernels against a
+//    device-to-device copy measured beside them (scripts/gpu-check.sh).
+#include "ArtifactBuilder.h"
+#include "fm/runtime.h"
+#include "hal/Registry.h"
+#include "hal/cuda/CudaDevice.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/qmatmul.h"
+#include "kernels/quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <random>
+
+namespace fm::hal::cuda {
+namespace {
+
+using kernels::QuantFormat;
+using kernels::QuantGrid;
+
+bool driverInstalled() {
+  static const bool present = [] {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return lib != nullptr; // left loaded: the device may use it
+  }();
+  return present;
+}
+
+// ---------------------------------------------------------------------------
+// No driver
+// ---------------------------------------------------------------------------
+
+#define SKIP_WITH_DRIVER()                                                     \
+  if (driverInstalled())                                                       \
+  GTEST_SKIP() << "a CUDA driver is installed here (the Gpu tests apply)"
+
+TEST(NoDriver, ListedAsAbsentWithTheReason) {
+  SKIP_WITH_DRIVER();
+  bool found = false;
+  for (const fm::DeviceInfo &d : probeDevices()) {
+    if (d.name != "cuda")
+      continue;
+    found = true;
+    EXPECT_TRUE(d.builtIn);
+    EXPECT_FALSE(d.present);
+    EXPECT_FALSE(d.hardware);
+    EXPECT_EQ(d.description.rfind("no CUDA driver here (", 0), 0u)
+        << d.description;
+    EXPECT_NE(d.description.find("libcuda.so.1"), std::string::npos)
+        << d.description;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(NoDriver, OpeningIsAClearError) {
+  SKIP_WITH_DRIVER();
+  auto d = openDevice("cuda");
+  ASSERT_FALSE(d.isOk());
+  EXPECT_EQ(d.message().rfind("device 'cuda' is not available here: no CUDA "
+                              "driver here (",
+                              0),
+            0u)
+      << d.message();
+}
+
+// vocab 4, hidden 4: logits = W · E[token], no generated code, so any
+// device can run it.
+std::vector<uint8_t> tinyModel() {
+  test::ArtifactBuilder b;
+  b.vocab = 4;
+  b.hidden = 4;
+  const uint32_t E = b.addWeight("e", {4, 4}, {1, 2, 3, 4, 0, 1, 0, 1, -1, 0,
+                                               2, 0, 5, 5, 5, 5});
+  const uint32_t W = b.addWeight("w", {4, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1,
+                                               0, 1, 1, 1, 1});
+  b.addProgram("decode", 1, 8, test::buf(4, 4, 4), false,
+               {b.embed(E, test::buf(0, 4, 4)),
+                b.matmul(test::buf(0, 4, 4), {W}, test::buf(4, 4, 4), 4, 4)});
+  return b.finish();
+}
+
+TEST(NoDriver, LoadingOnCudaIsAClearErrorAndTheDefaultIsTheCpu) {
+  SKIP_WITH_DRIVER();
+  const std::vector<uint8_t> file = tinyModel();
+  LoadOptions o;
+  o.device = "cuda";
+  auto model = Model::loadFromBuffer(file.data(), file.size(), "m.fmb", o);
+  ASSERT_FALSE(model.isOk());
+  EXPECT_EQ(model.message().rfind("m.fmb: device 'cuda' is not available "
+                                  "here: no CUDA driver here (",
+                                  0),
+            0u)
+      << model.message();
+  o.device = "";
+  auto cpu = Model::loadFromBuffer(file.data(), file.size(), "m.fmb", o);
+  ASSERT_TRUE(cpu.isOk()) << cpu.message();
+  EXPECT_EQ((*cpu)->device(), "cpu");
+  // For fm-run's check (ctest runtime.cuda.fm-run): the same artifact.
+  if (const char *path = std::getenv("FM_CUDA_TEST_FMB")) {
+    std::FILE *out = std::fopen(path, "wb");
+    ASSERT_TRUE(out) << path;
+    EXPECT_EQ(std::fwrite(file.data(), 1, file.size(), out), file.size());
+    std::fclose(out);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// On a GPU
+// ---------------------------------------------------------------------------
+
+class Gpu : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    auto d = CudaDevice::open(0);
+    if (d) {
+      device_ = d->release();
+      std::printf("cuda: %s, peak DRAM %.0f GB/s\n",
+                  device_->description().c_str(), device_->peakGBps());
+    } else {
+      why_ = d.message();
+    }
+  }
+  void SetUp() override {
+    if (!device_)
+      GTEST_SKIP() << "skipped: no CUDA device (" << why_ << ")";
+    auto q = device_->createQueue({});
+    ASSERT_TRUE(q.isOk()) << q.message();
+    queue_ = std::move(*q);
+  }
+
+  CudaDevice &dev() { return *device_; }
+
+  std::unique_ptr<Buffer> upload(const void *data, uint64_t bytes) {
+    auto b = dev().allocate(bytes, MemorySpace::Device);
+    EXPECT_TRUE(b.isOk()) << b.message();
+    if (!b)
+      return nullptr;
+    if (bytes)
+      EXPECT_TRUE(dev().upload(**b, 0, data, bytes).isOk());
+    return std::move(*b);
+  }
+  template <typename T> std::unique_ptr<Buffer> upload(const std::vector<T> &v) {
+    return upload(v.data(), v.size() * sizeof(T));
+  }
+  std::vector<float> download(const Buffer &b, size_t floats,
+                              uint64_t offset = 0) {
+    std::vector<float> out(floats);
+    Status s = dev().download(b, offset, out.data(), floats * sizeof(float));
+    EXPECT_TRUE(s.isOk()) << s.message();
+    return out;
+  }
+  void run(const Expected<std::unique_ptr<Kernel>> &k, const Launch &l) {
+    ASSERT_TRUE(k.isOk()) << k.message();
+    Status s = (*k)->run(*queue_, l);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    s = check(dev().api(),
+              dev().api().cuStreamSynchronize(
+                  static_cast<CudaQueue &>(*queue_).stream()),
+              "cuStreamSynchronize");
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+  CUstream stream() { return static_cast<CudaQueue &>(*queue_).stream(); }
+  void checkQuantMatvec(QuantFormat f, int64_t M, int64_t K, int64_t N,
+                        kernels::QActivations act, uint64_t lead);
+
+  static CudaDevice *device_;
+  static std::string why_;
+  std::unique_ptr<Queue> queue_;
+};
+CudaDevice *Gpu::device_ = nullptr;
+std::string Gpu::why_;
+
+std::vector<float> randoms(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+std::string formatName(QuantFormat f) {
+  return "q" + std::to_string(f.bits) + "g" + std::to_string(f.group) +
+         (f.grid == QuantGrid::Affine ? "a" : "b");
+}
+
+// y = x · wᵀ through the HAL for M rows, against qmatmulOn(Generic, F32).
+// The weight sits at `lead` bytes into its buffer (2: misaligned rows).
+void Gpu::checkQuantMatvec(QuantFormat f, int64_t M, int64_t K, int64_t N,
+                           kernels::QActivations act, uint64_t lead) {
+  CudaDevice &dev = *device_;
+  const std::vector<float> wf = randoms(size_t(N * K), 11, 0.05f);
+  const size_t rowBytes = kernels::packedRowBytes(f, K);
+  std::vector<uint8_t> packed(lead + N * rowBytes);
+  kernels::quantizeRows(wf.data(), N, K, f, packed.data() + lead);
+  const int64_t xStride = K + 8; // strided activations
+  std::vector<float> x = randoms(size_t(M * xStride), 12);
+  std::vector<float> want(size_t(M * N));
+  kernels::qmatmulOn(kernels::KernelIsa::Generic, kernels::QActivations::F32,
+                     x.data(), 1, K, packed.data() + lead, f, N, want.data(),
+                     false, nullptr);
+  for (int64_t m = 1; m < M; ++m)
+    kernels::qmatmulOn(kernels::KernelIsa::Generic, kernels::QActivations::F32,
+                       x.data() + m * xStride, 1, K, packed.data() + lead, f, N,
+                       want.data() + m * N, false, nullptr);
+  // Error bounds from the dequantized weights: f32 rounding, plus for the
+  // int8 activations (one digit per 32 inputs) |w| · a / 2 per input.
+  std::vector<float> row(static_cast<size_t>(K));
+  std::vector<double> bound(size_t(M * N));
+  for (int64_t n = 0; n < N; ++n) {
+    kernels::dequantizeRow(packed.data() + lead + n * rowBytes, f, K, row.data());
+    for (int64_t m = 0; m < M; ++m) {
+      double s = 0, q = 0;
+      const float *xr = x.data() + m * xStride;
+      for (int64_t b = 0; b < K; b += 32) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i)
+          amax = std::max(amax, std::fabs(xr[b + i]));
+        for (int i = 0; i < 32; ++i) {
+          s += std::fabs(row[b + i] * xr[b + i]);
+          q += std::fabs(row[b + i]) * amax / 127.0 / 2.0;
+        }
+      }
+      bound[m * N + n] = 1e-5 * s + 1e-6 +
+                         (act == kernels::QActivations::Int8 ? q : 0.0);
+    }
+  }
+  auto wbuf = upload(packed.data(), packed.size());
+  auto xbuf = upload(x.data(), x.size() * 4);
+  auto ybuf = upload(std::vector<float>(size_t(M * N), 0.5f));
+  MatmulDesc d;
+  d.x = {xbuf.get(), 0, xStride, K};
+  d.y = {ybuf.get(), 0, N, N};
+  d.k = K;
+  d.n = N;
+  d.maxRows = M;
+  d.activations = act;
+  WeightDesc w;
+  w.buffer = wbuf.get();
+  w.offset = lead;
+  w.bytes = N * rowBytes;
+  w.kind = WeightKind::Quant;
+  w.format = f;
+  w.shape = {N, K};
+  d.weights = {w};
+  for (bool accumulate : {false, true}) {
+    d.accumulate = accumulate;
+    run(dev.prepareMatmul(d), Launch{M, 0, nullptr});
+    const std::vector<float> got = download(*ybuf, size_t(M * N));
+    int bad = 0;
+    for (int64_t i = 0; i < M * N; ++i) {
+      // accumulate: onto the previous result (the overwrite run's).
+      const double ref = accumulate ? 2.0 * want[i] : want[i];
+      const double tol = accumulate ? 2.0 * bound[i] : bound[i];
+      if (!(std::fabs(got[i] - ref) <= tol) && bad++ < 5)
+        ADD_FAILURE() << formatName(f) << " " << kernels::qActivationsName(act)
+                      << " M=" << M << " K=" << K << " lead=" << lead
+                      << (accumulate ? " accumulate" : "") << " y[" << i
+                      << "] = " << got[i] << ", want " << ref << " ± " << tol;
+    }
+  }
+}
+
+TEST_F(Gpu, QuantMatvecEveryFormat) {
+  for (int bits : {2, 4, 8})
+    for (int group : {32, 64, 128})
+      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
+        for (auto act : {kernels::QActivations::F32, kernels::QActivations::Int8})
+          for (int64_t M : {1, 3})
+            for (uint64_t lead : {0, 2}) {
+              const QuantFormat f{bits, group, grid};
+              checkQuantMatvec(f, M, 384, 37, act, lead);
+            }
+}
+
+// Two weights stacked into one y (a fused projection), f32 and f16 rows.
+TEST_F(Gpu, DenseMatvecTwoWeights) {
+  const int64_t K = 100, N0 = 9, N1 = 13, N = N0 + N1, M = 2;
+  const std::vector<float> w0 = randoms(size_t(N0 * K), 1);
+  const std::vector<float> w1f = randoms(size_t(N1 * K), 2);
+  std::vector<uint16_t> w1(w1f.size());
+  std::vector<float> w1r(w1f.size());
+  for (size_t i = 0; i < w1.size(); ++i) {
+    w1[i] = kernels::floatToHalf(w1f[i]);
+    w1r[i] = kernels::halfToFloat(w1[i]);
+  }
+  const std::vector<float> x = randoms(size_t(M * K), 3);
+  std::vector<uint8_t> bytes(w0.size() * 4 + w1.size() * 2);
+  std::memcpy(bytes.data(), w0.data(), w0.size() * 4);
+  std::memcpy(bytes.data() + w0.size() * 4, w1.data(), w1.size() * 2);
+  auto wbuf = upload(bytes.data(), bytes.size());
+  auto xbuf = upload(x);
+  auto ybuf = upload(std::vector<float>(size_t(M * N), 0.0f));
+  MatmulDesc d;
+  d.x = {xbuf.get(), 0, K, K};
+  d.y = {ybuf.get(), 0, N, N};
+  d.k = K;
+  d.n = N;
+  d.maxRows = M;
+  WeightDesc a;
+  a.buffer = wbuf.get();
+  a.bytes = w0.size() * 4;
+  a.kind = WeightKind::F32;
+  a.shape = {N0, K};
+  WeightDesc b = a;
+  b.offset = a.bytes;
+  b.bytes = w1.size() * 2;
+  b.kind = WeightKind::F16;
+  b.shape = {N1, K};
+  d.weights = {a, b};
+  run(dev().prepareMatmul(d), Launch{M, 0, nullptr});
+  const std::vector<float> got = download(*ybuf, size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const float *w = n < N0 ? w0.data() + n * K : w1r.data() + (n - N0) * K;
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        ref += double(w[k]) * x[m * K + k];
+        mag += std::fabs(double(w[k]) * x[m * K + k]);
+      }
+      EXPECT_NEAR(got[m * N + n], ref, 1e-5 * mag + 1e-6) << m << "," << n;
+    }
+}
+
+TEST_F(Gpu, EmbedEveryKind) {
+  const int64_t vocab = 50, width = 256;
+  const std::vector<float> table = randoms(size_t(vocab * width), 5);
+  const std::vector<int32_t> tokens = {3, 49, 0, 3, 17};
+  const int64_t rows = int64_t(tokens.size()), stride = width + 4;
+  struct Case {
+    WeightKind kind;
+    QuantFormat f;
+  };
+  std::vector<Case> cases = {{WeightKind::F32, {}}, {WeightKind::F16, {}}};
+  for (int bits : {2, 4, 8})
+    for (int group : {32, 64, 128})
+      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
+        cases.push_back({WeightKind::Quant, {bits, group, grid}});
+  for (const Case &c : cases) {
+    std::vector<uint8_t> bytes;
+    std::vector<float> want(size_t(rows * width));
+    if (c.kind == WeightKind::F32) {
+      bytes.resize(table.size() * 4);
+      std::memcpy(bytes.data(), table.data(), bytes.size());
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(&want[r * width], &table[tokens[r] * width], width * 4);
+    } else if (c.kind == WeightKind::F16) {
+      bytes.resize(table.size() * 2);
+      for (size_t i = 0; i < table.size(); ++i) {
+        const uint16_t h = kernels::floatToHalf(table[i]);
+        std::memcpy(&bytes[2 * i], &h, 2);
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < width; ++i)
+          want[r * width + i] =
+              kernels::halfToFloat(kernels::floatToHalf(table[tokens[r] * width + i]));
+    } else {
+      const size_t rb = kernels::packedRowBytes(c.f, width);
+      bytes.resize(vocab * rb);
+      kernels::quantizeRows(table.data(), vocab, width, c.f, bytes.data());
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::dequantizeRow(bytes.data() + tokens[r] * rb, c.f, width,
+                               &want[r * width]);
+    }
+    auto tbuf = upload(bytes.data(), bytes.size());
+    auto obuf = upload(std::vector<float>(size_t(rows * stride), 0.0f));
+    EmbedDesc d;
+    d.table.buffer = tbuf.get();
+    d.table.bytes = bytes.size();
+    d.table.kind = c.kind;
+    d.table.format = c.f;
+    d.table.shape = {vocab, width};
+    d.out = {obuf.get(), 0, stride, width};
+    run(dev().prepareEmbed(d), Launch{rows, 0, tokens.data()});
+    const std::vector<float> got = download(*obuf, size_t(rows * stride));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < width; ++i)
+        ASSERT_NEAR(got[r * stride + i], want[r * width + i],
+                    1e-6f * std::fabs(want[r * width + i]))
+            << (c.kind == WeightKind::Quant ? formatName(c.f) : "dense")
+            << " row " << r << " col " << i;
+  }
+}
+
+struct AttnCase {
+  int64_t heads, kvHeads, dim, rows, pos, window, capacity;
+  bool int8;
+};
+
+TEST_F(Gpu, AttentionAgainstTheCpuKernel) {
+  const AttnCase cases[] = {
+      {8, 2, 64, 1, 700, 0, 1024, false},   // decode, several splits, GQA 4
+      {8, 2, 64, 1, 700, 0, 1024, true},    // int8 cache
+      {4, 4, 128, 5, 37, 0, 64, false},     // prefill rows, MHA
+      {6, 2, 40, 3, 300, 100, 512, false},  // window, odd head size
+      {2, 1, 256, 1, 0, 0, 8, true},        // first token, widest head
+      {16, 8, 128, 1, 5000, 0, 8192, false} // long cache: 64 splits
+  };
+  for (const AttnCase &c : cases) {
+    const int64_t width = c.heads * c.dim, kvWidth = c.kvHeads * c.dim;
+    const int64_t filled = c.pos + c.rows;
+    const std::vector<float> q = randoms(size_t(c.rows * width), 21);
+    const std::vector<float> kf = randoms(size_t(c.capacity * kvWidth), 22);
+    const std::vector<float> vf = randoms(size_t(c.capacity * kvWidth), 23);
+    const float kScale = 3.0f / 127, vScale = 2.5f / 127;
+    std::vector<int8_t> k8(kf.size()), v8(vf.size());
+    for (size_t i = 0; i < kf.size(); ++i) {
+      k8[i] = int8_t(std::max(-127.0f, std::min(127.0f, std::rint(kf[i] / kScale))));
+      v8[i] = int8_t(std::max(-127.0f, std::min(127.0f, std::rint(vf[i] / vScale))));
+    }
+    kernels::AttentionArgs a;
+    a.q = q.data();
+    a.S = c.rows;
+    a.pos0 = c.pos;
+    a.H = c.heads;
+    a.KVH = c.kvHeads;
+    a.D = c.dim;
+    a.scale = 1.0f / std::sqrt(float(c.dim));
+    a.window = c.window;
+    a.k = c.int8 ? static_cast<const void *>(k8.data()) : kf.data();
+    a.v = c.int8 ? static_cast<const void *>(v8.data()) : vf.data();
+    a.capacity = c.capacity;
+    a.int8 = c.int8;
+    a.kScale = kScale;
+    a.vScale = vScale;
+    std::vector<float> want(size_t(c.rows * width));
+    a.out = want.data();
+    kernels::attentionOn(kernels::KernelIsa::Generic, a, nullptr);
+    ASSERT_LE(filled, c.capacity);
+
+    auto qbuf = upload(q);
+    auto kbuf = c.int8 ? upload(k8) : upload(kf);
+    auto vbuf = c.int8 ? upload(v8) : upload(vf);
+    auto obuf = upload(std::vector<float>(size_t(c.rows * width), -1.0f));
+    AttentionDesc d;
+    d.q = {qbuf.get(), 0, width, width};
+    d.out = {obuf.get(), 0, width, width};
+    d.k = {kbuf.get(), 0, c.capacity, kvWidth, c.int8};
+    d.v = {vbuf.get(), 0, c.capacity, kvWidth, c.int8};
+    d.heads = c.heads;
+    d.kvHeads = c.kvHeads;
+    d.headDim = c.dim;
+    d.window = c.window;
+    d.scale = a.scale;
+    d.kScale = kScale;
+    d.vScale = vScale;
+    d.maxRows = c.rows;
+    run(dev().prepareAttention(d), Launch{c.rows, c.pos, nullptr});
+    const std::vector<float> got = download(*obuf, size_t(c.rows * width));
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!(std::fabs(got[i] - want[i]) <= 2e-5f + 2e-4f * std::fabs(want[i])) &&
+          bad++ < 5)
+        ADD_FAILURE() << "H=" << c.heads << " KVH=" << c.kvHeads
+                      << " D=" << c.dim << " rows=" << c.rows
+                      << " pos=" << c.pos << " window=" << c.window
+                      << (c.int8 ? " int8" : "") << ": out[" << i
+                      << "] = " << got[i] << ", want " << want[i];
+  }
+}
+
+// The row kernels (kernels/rows.cu), launched directly against plain loops
+// (the runtime has no C++ RMSNorm/RoPE/SiLU kernels: the compiler generates
+// them for the CPU).
+TEST_F(Gpu, RowKernels) {
+  const int rows = 3, width = 4096, stride = width + 32;
+  const std::vector<float> x = randoms(size_t(rows * stride), 31);
+  const std::vector<float> w = randoms(size_t(width), 32);
+  const std::vector<float> up = randoms(size_t(rows * stride), 33);
+  auto xb = upload(x), wb = upload(w), ub = upload(up);
+  auto ob = upload(std::vector<float>(size_t(rows * stride), 0.0f));
+  auto ptr = [](const std::unique_ptr<Buffer> &b) { return devicePtr(b.get(), 0); };
+  auto launch = [&](const char *name, Dim3 grid, Dim3 block, LaunchParams &p) {
+    auto fn = dev().function(name);
+    ASSERT_TRUE(fn.isOk()) << fn.message();
+    Status s = dev().launch(*fn, grid, block, p, stream());
+    ASSERT_TRUE(s.isOk()) << s.message();
+  };
+  {
+    const float eps = 1e-5f;
+    LaunchParams p;
+    p.add(ptr(xb)).add(int64_t(stride)).add(ptr(wb)).add(ptr(ob))
+        .add(int64_t(stride)).add(width).add(eps);
+    launch("fm_rmsnorm", {rows}, {1024}, p);
+    const std::vector<float> got = download(*ob, size_t(rows * stride));
+    for (int r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int c = 0; c < width; ++c)
+        ss += double(x[r * stride + c]) * x[r * stride + c];
+      const double inv = 1.0 / std::sqrt(ss / width + eps);
+      for (int c = 0; c < width; ++c) {
+        const double ref = x[r * stride + c] * inv * w[c];
+        ASSERT_NEAR(got[r * stride + c], ref, 1e-5 * std::fabs(ref) + 1e-6)
+            << "rmsnorm " << r << "," << c;
+      }
+    }
+  }
+  {
+    LaunchParams p;
+    p.add(ptr(xb)).add(int64_t(stride)).add(ptr(ub)).add(int64_t(stride))
+        .add(ptr(ob)).add(int64_t(stride)).add(width);
+    launch("fm_silu_mul", {rows}, {256}, p);
+    const std::vector<float> got = download(*ob, size_t(rows * stride));
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c) {
+        const double g = x[r * stride + c];
+        const double ref = g / (1.0 + std::exp(-g)) * up[r * stride + c];
+        ASSERT_NEAR(got[r * stride + c], ref, 1e-5 * std::fabs(ref) + 1e-6)
+            << "silu_mul " << r << "," << c;
+      }
+  }
+  {
+    const int heads = 32, dim = 128; // 4096 wide
+    const int64_t pos0 = 1000;
+    const float theta = 500000.0f;
+    LaunchParams p;
+    p.add(ptr(xb)).add(int64_t(stride)).add(heads).add(dim).add(pos0).add(theta);
+    launch("fm_rope", {rows}, {64}, p);
+    const std::vector<float> got = download(*xb, size_t(rows * stride));
+    for (int r = 0; r < rows; ++r)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < dim / 2; ++i) {
+          const double ang =
+              double(pos0 + r) * std::pow(double(theta), -2.0 * i / dim);
+          const double a = x[r * stride + h * dim + i],
+                       b = x[r * stride + h * dim + i + dim / 2];
+          const double ra = a * std::cos(ang) - b * std::sin(ang);
+          const double rb = b * std::cos(ang) + a * std::sin(ang);
+          // f32 angles of ~1e3 rad: a few 1e-4 absolute.
+          ASSERT_NEAR(got[r * stride + h * dim + i], ra, 1e-3)
+              << "rope " << r << "," << h << "," << i;
+          ASSERT_NEAR(got[r * stride + h * dim + i + dim / 2], rb, 1e-3)
+              << "rope " << r << "," << h << "," << i;
+        }
+  }
+}
+
+TEST_F(Gpu, CopyRowAndAllReduceOnOneRank) {
+  const int64_t rows = 4, width = 300, stride = 320;
+  const std::vector<float> a = randoms(size_t(rows * stride), 41);
+  const std::vector<float> b = randoms(size_t(rows * stride), 42);
+  auto ab = upload(a), bb = upload(b);
+  auto ob = upload(std::vector<float>(size_t(rows * stride), 7.0f));
+  AllReduceDesc d;
+  d.inputs = {{ab.get(), 0, stride, width}, {bb.get(), 0, stride, width}};
+  d.out = {ob.get(), 0, stride, width};
+  d.scale = 0.5f;
+  d.maxRows = rows;
+  CollectiveStats stats;
+  d.stats = &stats;
+  run(dev().prepareAllReduce(d), Launch{rows, 0, nullptr});
+  std::vector<float> got = download(*ob, size_t(rows * stride));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c)
+      ASSERT_FLOAT_EQ(got[r * stride + c],
+                      0.5f * (a[r * stride + c] + b[r * stride + c]));
+  EXPECT_EQ(stats.allReduces, 1);
+  CopyRowDesc cr;
+  cr.src = {ab.get(), 0, stride, width};
+  cr.dst = {ob.get(), 0, stride, width};
+  run(dev().prepareCopyRow(cr), Launch{3, 0, nullptr});
+  got = download(*ob, size_t(width));
+  for (int64_t c = 0; c < width; ++c)
+    ASSERT_EQ(got[c], a[2 * stride + c]);
+}
+
+// A whole artifact (embed, quantized matmuls) on cuda against the CPU
+// device's logits.
+TEST_F(Gpu, ModelLogitsMatchTheCpu) {
+  test::ArtifactBuilder b;
+  const int64_t V = 64, Hd = 128;
+  b.vocab = uint32_t(V);
+  b.hidden = uint32_t(Hd);
+  const uint32_t E = b.addWeight("e", {V, Hd}, randoms(size_t(V * Hd), 51));
+  const uint32_t W1 = b.addQuantWeight("w1", Hd, Hd, randoms(size_t(Hd * Hd), 52, 0.1f),
+                                       {4, 64, QuantGrid::Balanced});
+  const uint32_t W2 = b.addQuantWeight("w2", V, Hd, randoms(size_t(V * Hd), 53, 0.1f),
+                                       {2, 32, QuantGrid::Affine});
+  const uint32_t dx = 0, dh = Hd * 4, dl = 2 * Hd * 4;
+  for (const char *phase : {"decode", "prefill"})
+    b.addProgram(phase, std::string(phase) == "decode" ? 1 : 8, 64,
+                 test::buf(dl, uint32_t(V), uint32_t(V)), false,
+                 {b.embed(E, test::buf(dx, uint32_t(Hd), uint32_t(Hd))),
+                  b.matmul(test::buf(dx, uint32_t(Hd), uint32_t(Hd)), {W1},
+                           test::buf(dh, uint32_t(Hd), uint32_t(Hd)), uint32_t(Hd),
+                           uint32_t(Hd)),
+                  b.matmul(test::buf(dh, uint32_t(Hd), uint32_t(Hd)), {W2},
+                           test::buf(dl, uint32_t(V), uint32_t(V)), uint32_t(Hd),
+                           uint32_t(V))});
+  const std::vector<uint8_t> file = b.finish();
+  auto logits = [&](const char *device) {
+    LoadOptions o;
+    o.device = device;
+    auto m = Model::loadFromBuffer(file.data(), file.size(), "m.fmb", o);
+    EXPECT_TRUE(m.isOk()) << m.message();
+    std::vector<float> out;
+    if (!m)
+      return out;
+    SessionOptions so;
+    so.threads = 1;
+    so.activations = SessionOptions::Activations::F32;
+    Session s(*m, so);
+    auto l = s.prefill({5, 9, 63, 0, 1}, /*allLogits=*/true);
+    EXPECT_TRUE(l.isOk()) << l.message();
+    if (l)
+      out.assign(l->data, l->data + l->rows * l->vocab);
+    return out;
+  };
+  const std::vector<float> cpu = logits("cpu"), gpu = logits("cuda");
+  ASSERT_EQ(cpu.size(), gpu.size());
+  ASSERT_FALSE(cpu.empty());
+  for (size_t i = 0; i < cpu.size(); ++i)
+    ASSERT_NEAR(gpu[i], cpu[i], 1e-4 + 1e-4 * std::fabs(cpu[i])) << i;
+}
+
+// ---------------------------------------------------------------------------
+// Bandwidth (not a test: scripts/gpu-check.sh runs it and prints the ratios)
+// ---------------------------------------------------------------------------
+
+TEST_F(Gpu, DISABLED_BenchMatvecBandwidth) {
+  const DriverApi &api = dev().api();
+  CUevent e0, e1;
+  ASSERT_EQ(api.cuEventCreate(&e0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuEventCreate(&e1, 0), CUDA_SUCCESS);
+  auto time = [&](const std::function<void()> &fn, int reps) {
+    fn(); // warm
+    api.cuEventRecord(e0, stream());
+    for (int i = 0; i < reps; ++i)
+      fn();
+    api.cuEventRecord(e1, stream());
+    api.cuEventSynchronize(e1);
+    float ms = 0;
+    api.cuEventElapsedTime(&ms, e0, e1);
+    return double(ms) / reps;
+  };
+  // Baseline: a device-to-device copy of 256 MiB (reads + writes).
+  const uint64_t copyBytes = 256ull << 20;
+  auto src = dev().allocateDevice(copyBytes), dst = dev().allocateDevice(copyBytes);
+  ASSERT_TRUE(src.isOk() && dst.isOk());
+  const double copyMs = time([&] {
+    api.cuMemcpyDtoDAsync((*dst)->ptr(), (*src)->ptr(), copyBytes, stream());
+  }, 20);
+  const double copyGBps = 2.0 * copyBytes / copyMs / 1e6;
+  std::printf("bench: copy D2D 256 MiB: %.0f GB/s (read+write), peak %.0f GB/s\n",
+              copyGBps, dev().peakGBps());
+  const int64_t K = 8192, N = 28672; // an afm7-sized up projection x2
+  for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
+                        QuantFormat{4, 64, QuantGrid::Balanced},
+                        QuantFormat{8, 32, QuantGrid::Balanced}})
+    for (auto act : {kernels::QActivations::F32, kernels::QActivations::Int8}) {
+      const uint64_t bytes = uint64_t(N) * kernels::packedRowBytes(f, K);
+      auto wb = dev().allocateDevice(bytes); // zero weights: speed only
+      auto xb = upload(randoms(size_t(K), 1));
+      auto yb = upload(std::vector<float>(size_t(N), 0.0f));
+      ASSERT_TRUE(wb.isOk()) << wb.message();
+      MatmulDesc d;
+      d.x = {xb.get(), 0, K, K};
+      d.y = {yb.get(), 0, N, N};
+      d.k = K;
+      d.n = N;
+      d.activations = act;
+      WeightDesc w;
+      w.buffer = wb->get();
+      w.bytes = bytes;
+      w.kind = WeightKind::Quant;
+      w.format = f;
+      w.shape = {N, K};
+      d.weights = {w};
+      auto k = dev().prepareMatmul(d);
+      ASSERT_TRUE(k.isOk()) << k.message();
+      const double ms = time([&] { (void)(*k)->run(*queue_, Launch{1, 0, nullptr}); }, 50);
+      const double gbps = bytes / ms / 1e6;
+      std::printf("bench: matvec %s %s %lldx%lld (%.0f MiB): %.3f ms, %.0f GB/s "
+                  "= %.0f%% of copy, %.0f%% of peak\n",
+                  formatName(f).c_str(), kernels::qActivationsName(act),
+                  (long long)N, (long long)K, bytes / 1048576.0, ms, gbps,
+                  100.0 * gbps / copyGBps, 100.0 * gbps / dev().peakGBps());
+    }
+  api.cuEventDestroy(e0);
+  api.cuEventDestroy(e1);
+}
+
+} // namespace
+} // namespace fm::hal::cuda

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# fm_run_nodriver.sh FM_RUN MODEL.fmb: where no CUDA driver is installed,
+# `fm-run --list-devices` lists cuda as absent with the reason and
+# `fm-run MODEL --device cuda` fails with a clear error (exit 77, skipped,
+# where a driver is installed: the GPU tests apply there).
+set -uo pipefail
+FM_RUN=$1; MODEL=$2
+list=$("$FM_RUN" --list-devices) || { echo "FAIL: fm-run --list-devices: exit $?"; exit 1; }
+echo "$list"
+if echo "$list" | grep -Eq '^cuda +present'; then
+  echo "skipped: a CUDA device is present here"; exit 77
+fi
+if ! echo "$list" | grep -Eq '^cuda +absent +no CUDA driver here \(.*libcuda\.so\.1'; then
+  echo "FAIL: cuda is not listed as absent for want of libcuda.so.1"; exit 1
+fi
+err=$("$FM_RUN" "$MODEL" --tokens 1 --device cuda 2>&1)
+rc=$?
+echo "$err"
+if [ $rc = 0 ]; then echo "FAIL: fm-run --device cuda succeeded without a driver"; exit 1; fi
+if ! echo "$err" | grep -q "fm-run: error: .*cuda_nodriver.fmb: device 'cuda' is not available here: no CUDA driver here"; then
+  echo "FAIL: not the expected error"; exit 1
+fi
+# Without --device the CPU runs it.
+"$FM_RUN" "$MODEL" --tokens 1 --max-new-tokens 1 > /dev/null || { echo "FAIL: the default device did not run it"; exit 1; }
+echo "runtime.cuda.fm-run: ok"
