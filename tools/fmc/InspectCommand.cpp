@@ -2,6 +2,7 @@
 // command is described by its kind in the runtime (fm::ArtifactFile::
 // describe), so a new command needs nothing here.
 #include "Commands.h"
+#include "InspectTokenizer.h"
 
 #include "fm/artifact.h"
 #include "fm/format.h"
@@ -197,6 +198,7 @@ int runInspect(const InspectArgs &args) {
     out["tensor_parallel_collectives_per_token"] = (int64_t)(2 * root.num_layers());
     out["program_digest"] = format::hex(a.programDigest());
     out["weights_digest"] = format::hex(a.weightsDigest());
+    out["tokenizer"] = tokenizerJson(a);
     if (root.config_json()) {
       if (auto cfg = llvm::json::parse(root.config_json()->str()))
         out["config"] = std::move(*cfg);
@@ -274,6 +276,7 @@ int runInspect(const InspectArgs &args) {
                       format::hex(a.programDigest()).substr(0, 16),
                       format::hex(a.weightsDigest()).substr(0, 16),
                       args.verifyHash ? " (verified)" : "");
+  os << tokenizerText(a);
   for (const fa::KvCache *c : *root.caches())
     os << llvm::formatv("  kv cache      @{0}: {1} slots x {2} heads x {3}, "
                         "capacity {4}, {5}\n",
