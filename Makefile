@@ -1,11 +1,13 @@
 # The two commands that set up everything on a fresh machine:
 #   make demo   install deps, build, run the main job on the bundled example
 #   make check  install deps, build, run every test
+#   make check-sanitize  the whole project and its tests under ASan + UBSan,
+#               the runtime's threaded tests under TSan (separate builds)
 BUILD ?= build
 JOBS  ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
 
-.PHONY: all deps configure build check demo docs clean
+.PHONY: all deps configure build check check-sanitize demo docs clean
 
 all: build
 
@@ -23,6 +25,9 @@ build: deps configure
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j1
 
+check-sanitize: deps
+	JOBS=$(JOBS) bash scripts/check-sanitize.sh $(BUILD)-sanitize $(BUILD)-tsan
+
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
@@ -30,4 +35,4 @@ docs: configure
 	ninja -C $(BUILD) fm-docs
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan

@@ -11,6 +11,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-pil
   libpng-dev libjpeg-dev libopenblas-dev
+  python3-jsonschema libtest-json-schema-acceptance-perl
   g++-aarch64-linux-gnu qemu-user-static
   rapidjson-dev libpcre2-dev libutf8proc-dev pkg-config libicu-dev
   unicode-data python3-jinja2 nodejs

@@ -32,7 +32,9 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::string layerOf(Location loc) {
+} // namespace
+
+std::string layerName(Location loc) {
   if (auto n = dyn_cast<NameLoc>(loc))
     return n.getName().str();
   if (auto f = dyn_cast<FusedLoc>(loc))
@@ -41,8 +43,6 @@ std::string layerOf(Location loc) {
         return n.getName().str();
   return "";
 }
-
-} // namespace
 
 void TargetRegistry::add(std::unique_ptr<Target> target) {
   Registry &r = registry();
@@ -147,7 +147,7 @@ llvm::Error checkMicroKernels(ModuleOp module, const Target &target) {
     llvm::StringRef name = op->getName().getStringRef();
     if (target.providesMicroKernel(name))
       return;
-    std::string layer = layerOf(op->getLoc());
+    std::string layer = layerName(op->getLoc());
     problem = "target " + target.name().str() + " has no micro-kernel for " +
               name.str() + (layer.empty() ? "" : " (" + layer + ")");
   });

@@ -139,6 +139,11 @@ mlir::OwningOpRef<mlir::ModuleOp> uniqueKernels(mlir::ModuleOp module);
 /// The distinct kernel names of `module`'s groups, in that order.
 std::vector<std::string> kernelNames(mlir::ModuleOp module);
 
+/// The layer an op came from: the first NameLoc of its location
+/// ("model.layers.3.self_attn"), or "" (what messages and the artifact's
+/// commands name).
+std::string layerName(mlir::Location loc);
+
 /// Checks that every fmk op of `module` outside the groups is a
 /// micro-kernel of `target` (an error names the op and its layer).
 llvm::Error checkMicroKernels(mlir::ModuleOp module, const Target &target);

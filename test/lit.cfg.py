@@ -15,6 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%fm_src", config.fm_src_root))
 config.substitutions.append(("%examples", os.path.join(config.fm_src_root, "examples")))
 config.substitutions.append(("%python", config.python_numpy))
+config.substitutions.append(("%fm_bin", config.fm_tools_dir))
 config.substitutions.append(("%{tokens32}", ",".join(str(t) for t in [
     1, 17, 42, 5, 9, 100, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 30, 77, 200, 12, 13, 14,
     15, 16, 17, 18, 19, 20, 21, 22, 23, 24])))

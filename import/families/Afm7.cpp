@@ -43,6 +43,10 @@ Error buildAfm7(ConfigReader &f, ModelSpec &spec, StringRef file) {
     return tooManyTensors(file, n);
 
   const int64_t headDim = hidden / heads;
+  // RoPE rotates pairs of dimensions.
+  if (headDim % 2)
+    return makeError(file + ": head_dim=hidden_dim/num_heads=" + Twine(headDim) +
+                     " is odd, but RoPE rotates pairs of dimensions");
   const int64_t regular = numLayers - reuse;
   const std::string hdWhy = "head_dim=hidden_dim/num_heads=" + std::to_string(headDim);
   const std::string qWhy = kv("num_heads", heads) + ", " + kv("head_dim", headDim);

@@ -33,6 +33,10 @@ void validateLlamaDims(ConfigReader &f, LlamaDims &d) {
               Twine(d.heads) + " (set head_dim explicitly)");
     d.headDim = d.hidden / d.heads;
   }
+  // RoPE rotates pairs of dimensions.
+  if (d.headDim % 2)
+    f.error("head_dim=" + Twine(d.headDim) +
+            " is odd, but RoPE rotates pairs of dimensions");
   if (d.heads % d.kvHeads)
     f.error("num_attention_heads=" + Twine(d.heads) +
             " is not divisible by num_key_value_heads=" + Twine(d.kvHeads));

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <limits>
 #include <cmath>
 
@@ -73,6 +74,14 @@ Error buildPtMoe(ConfigReader &f, ModelSpec &spec, StringRef file) {
   if (heads % kvHeads)
     f.error("num_attention_heads=" + Twine(heads) +
             " is not divisible by num_key_value_heads=" + Twine(kvHeads));
+  // RoPE rotates pairs: an odd head_dim only where no layer uses it.
+  bool anyRope = globalRope;
+  for (int64_t i = 0; i < std::min<int64_t>(int64_t(local.size()), depth * blocks); ++i)
+    anyRope = anyRope || local[size_t(i)];
+  if (anyRope && headDim % 2)
+    f.error("head_dim=" + Twine(headDim) + " is odd, but RoPE rotates pairs of "
+            "dimensions (rope_style '" + (style == RopeStyle::Half ? "half" : "interleaved") +
+            "'" + (globalRope ? ", global_rope" : "") + ")");
   if (topK > experts)
     f.error("num_experts_per_tok=" + Twine(topK) + " exceeds num_experts=" + Twine(experts));
   if (!f.ok())

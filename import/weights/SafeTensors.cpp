@@ -455,6 +455,15 @@ Expected<WeightSet> WeightSet::openDirectory(StringRef dir) {
       if (!file)
         return makeError(index + ": weight_map entry '" + kv.first.str() +
                          "' must be a file name, got " + brief(kv.second));
+      // A shard lies in the checkpoint directory: a path could lead the
+      // importer to read (and map) any file on the machine.
+      if (file->empty() || *file == "." || *file == ".." ||
+          file->find_first_of("/\\") != llvm::StringRef::npos ||
+          file->contains('\0'))
+        return makeError(index + ": weight_map entry '" + kv.first.str() +
+                         "' names '" + file->str() +
+                         "': a shard must be a file name in the checkpoint "
+                         "directory");
       perFile[file->str()].push_back(kv.first.str());
     }
     std::vector<std::string> names;

@@ -43,11 +43,12 @@ bool HostBlock::allocate(uint64_t bytes) {
   mapped_ = true;
 #else
   // Sanitizer builds (FM_HEAP_HOST_MEMORY) take heap memory so that
-  // overruns trap.
-  void *p = std::aligned_alloc(64, rounded);
-  if (!p)
+  // overruns trap: exactly `bytes`, so that the first byte past the block
+  // is already a sanitizer's redzone.
+  void *p = nullptr;
+  if (posix_memalign(&p, 64, static_cast<size_t>(bytes)) != 0)
     return false;
-  std::memset(p, 0, rounded);
+  std::memset(p, 0, static_cast<size_t>(bytes));
   mapped_ = false;
 #endif
   data_ = static_cast<uint8_t *>(p);

@@ -238,6 +238,10 @@ public:
   /// place, a GPU device copies it to its memory.
   virtual Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
                                                           uint64_t bytes) = 0;
+  /// Whether importWeights copies the data section into memory of its own
+  /// (a GPU) rather than using it in place (the CPU): the memory bound a
+  /// model load checks counts the copy.
+  virtual bool importCopiesWeights() const { return true; }
   /// Whether the device's kernels read weights stored in `layout` (a
   /// WeightVariant of its target); "" (the shared layout) always.
   virtual bool readsLayout(const std::string &layout) const = 0;

@@ -2,6 +2,7 @@
 // and the default choice (fm-run --device, fm::LoadOptions::device).
 #pragma once
 
+#include "fm/device_info.h"
 #include "fm/status.h"
 #include "hal/Device.h"
 
@@ -11,15 +12,7 @@
 
 namespace fm::hal {
 
-struct DeviceInfo {
-  std::string name;    // "cuda", "metal", "vulkan", "cpu"
-  bool builtIn = false; // compiled into this runtime
-  bool present = false; // built in and found on this machine
-  /// A hardware device (a GPU, or the CPU itself), not a software emulation
-  /// of one such as Mesa's lavapipe; the default never picks a software one.
-  bool hardware = false;
-  std::string description; // what was found, or why it is absent
-};
+using fm::DeviceInfo;
 
 /// Every device kind fmc has a target for, best first (the default order):
 /// cuda, metal, vulkan, cpu.

@@ -672,6 +672,83 @@ format::Digest toDigest(const fa::Digest *d) {
 
 } // namespace
 
+#if FM_HAVE_MMAP
+int64_t mtimeNs(const struct stat &st) {
+#if defined(__APPLE__)
+  return int64_t(st.st_mtimespec.tv_sec) * 1000000000 + st.st_mtimespec.tv_nsec;
+#else
+  return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+#endif
+}
+
+// Reads `size` bytes at `offset` of `fd`; false (errno set, or 0 for a
+// short file) when they are not all there.
+bool readAt(int fd, uint64_t offset, uint8_t *out, uint64_t size) {
+  while (size > 0) {
+    ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = 0;
+      return false;
+    }
+    out += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+#endif
+
+Status ArtifactFile::readHead() {
+#if FM_HAVE_MMAP
+  // The FlatBuffer and its padding (what the program digest covers), or
+  // the first bytes when the size prefix is out of range (verify() says
+  // so). Read, not mapped: a later change to the file cannot reach it.
+  u64 want = std::min<u64>(size_, 12);
+  uint8_t prefix[4];
+  if (size_ >= 4 && readAt(fd_, 0, prefix, 4)) {
+    const u64 fbEnd = 4 + flatbuffers::ReadScalar<uint32_t>(prefix);
+    if (fbEnd < FLATBUFFERS_MAX_BUFFER_SIZE)
+      want = std::min<u64>(size_, format::alignData(fbEnd));
+  }
+  void *copy = nullptr;
+  if (want > 0 && posix_memalign(&copy, format::kDataAlignment, want) != 0)
+    return Status::error(name_ + ": out of memory reading " +
+                         std::to_string(want) + " bytes");
+  head_ = static_cast<const uint8_t *>(copy);
+  headSize_ = want;
+  ownsHead_ = true;
+  if (want > 0 && !readAt(fd_, 0, static_cast<uint8_t *>(copy), want))
+    return Status::error(name_ + ": cannot read its first " +
+                         std::to_string(want) + " bytes: " +
+                         (errno ? std::strerror(errno)
+                                : "the file became shorter"));
+  return Status::ok();
+#else
+  return Status::error(name_ + ": loading files needs mmap (not available)");
+#endif
+}
+
+Status ArtifactFile::checkUnchanged() const {
+#if FM_HAVE_MMAP
+  if (fd_ < 0)
+    return Status::ok();
+  struct stat st;
+  if (fstat(fd_, &st) != 0)
+    return Status::error(name_ + ": cannot stat: " + std::strerror(errno));
+  if (static_cast<u64>(st.st_size) != size_)
+    return Status::error(name_ + " changed after it was loaded: it had " +
+                         std::to_string(size_) + " bytes, now " +
+                         std::to_string(st.st_size) + " (load it again)");
+  if (mtimeNs(st) != mtimeNs_)
+    return Status::error(name_ + " was modified after it was loaded (load it "
+                                 "again)");
+#endif
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<ArtifactFile>>
 ArtifactFile::open(const std::string &path, const Options &options) {
 #if FM_HAVE_MMAP
@@ -691,17 +768,16 @@ ArtifactFile::open(const std::string &path, const Options &options) {
   std::unique_ptr<ArtifactFile> a(new ArtifactFile());
   a->name_ = path;
   a->size_ = static_cast<u64>(st.st_size);
+  a->fd_ = fd; // Kept for checkUnchanged(); closed by the destructor.
+  a->mtimeNs_ = mtimeNs(st);
   if (a->size_ > 0) {
     void *p = mmap(nullptr, a->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return Status::error(path + ": cannot map: " + std::strerror(err));
-    }
+    if (p == MAP_FAILED)
+      return Status::error(path + ": cannot map: " + std::strerror(errno));
     a->base_ = static_cast<const uint8_t *>(p);
     a->mapped_ = true;
   }
-  ::close(fd); // The mapping keeps the file.
+  FM_RETURN_IF_ERROR(a->readHead());
   return finish(std::move(a), options);
 #else
   (void)options;
@@ -718,15 +794,16 @@ ArtifactFile::fromBuffer(const uint8_t *data, size_t size,
   if (size > 0) {
     // FlatBuffers reads scalars in place and weights are used in place:
     // both need the alignment that a mapping would give.
-    const size_t alignment = format::kDataAlignment;
-    size_t rounded = (size + alignment - 1) & ~(alignment - 1);
-    void *copy = std::aligned_alloc(alignment, rounded);
-    if (!copy)
+    // Exactly `size` bytes, so that a sanitizer sees a read past the end.
+    void *copy = nullptr;
+    if (posix_memalign(&copy, format::kDataAlignment, size) != 0)
       return Status::error(name + ": out of memory copying " +
                            std::to_string(size) + " bytes");
     std::memcpy(copy, data, size);
     a->base_ = static_cast<const uint8_t *>(copy);
   }
+  a->head_ = a->base_;
+  a->headSize_ = size;
   return finish(std::move(a), options);
 }
 
@@ -738,7 +815,11 @@ ArtifactFile::finish(std::unique_ptr<ArtifactFile> file,
 }
 
 ArtifactFile::~ArtifactFile() {
+  if (ownsHead_)
+    std::free(const_cast<uint8_t *>(head_));
 #if FM_HAVE_MMAP
+  if (fd_ >= 0)
+    ::close(fd_);
   if (mapped_) {
     munmap(const_cast<uint8_t *>(base_), size_);
     return;
@@ -773,15 +854,69 @@ format::Digest ArtifactFile::weightsDigest() const {
   return toDigest(root_->weights_digest());
 }
 
+format::SignedDigests ArtifactFile::signedDigests() const {
+  format::SignedDigests d;
+  d.program = programDigest();
+  d.weights = weightsDigest();
+  return d;
+}
+
+Expected<std::vector<format::TrailerRecord>> ArtifactFile::trailer() const {
+  const u64 dataEnd =
+      format::dataStart(flatbuffers::ReadScalar<uint32_t>(head_)) + dataSize_;
+  if (dataEnd >= size_)
+    return std::vector<format::TrailerRecord>{};
+  return format::readTrailer(base_ + dataEnd, size_ - dataEnd, dataEnd, name_);
+}
+
+Status ArtifactFile::checkSignature(const Options &options) {
+  const std::string statement = format::signedStatement(signedDigests());
+  auto records = trailer();
+  if (!records)
+    return records.status();
+  std::vector<std::string> signers;
+  for (const format::TrailerRecord &r : *records) {
+    if (r.kind != format::kTrailerSignature)
+      continue; // A record of a later kind: not ours to read.
+    const std::string where =
+        name_ + ": the signature at byte " + std::to_string(r.offset);
+    auto signature = minisign::parseSignature(r.payload, where);
+    if (!signature)
+      return signature.status();
+    for (const minisign::PublicKey &key : options.trustedKeys) {
+      if (key.id != signature->id)
+        continue;
+      FM_RETURN_IF_ERROR(minisign::verify(
+          *signature, key, reinterpret_cast<const uint8_t *>(statement.data()),
+          statement.size(), name_));
+      signedBy_ = key.id;
+      return Status::ok();
+    }
+    signers.push_back(minisign::keyIdText(signature->id));
+  }
+  std::string trusted;
+  for (const minisign::PublicKey &key : options.trustedKeys)
+    trusted += (trusted.empty() ? "" : ", ") + minisign::keyIdText(key.id);
+  if (signers.empty())
+    return Status::error(name_ + ": not signed: only artifacts signed by a "
+                                 "trusted key (" +
+                         trusted + ") may load (fmc compile --sign KEY)");
+  std::string by;
+  for (const std::string &k : signers)
+    by += (by.empty() ? "" : ", ") + k;
+  return Status::error(name_ + ": signed by key " + by +
+                       ", which is not trusted (trusted: " + trusted + ")");
+}
+
 Status ArtifactFile::verify(const Options &options) {
   const std::string &n = name_;
   // [u32 N][u32 root offset][4-byte identifier] at least.
   if (size_ < 12)
     return Status::error(n + ": not an fmc artifact (the file has only " +
                          std::to_string(size_) + " bytes)");
-  if (!flatbuffers::BufferHasIdentifier(base_, format::kFileIdentifier, true))
+  if (!flatbuffers::BufferHasIdentifier(head_, format::kFileIdentifier, true))
     return Status::error(n + ": not an fmc artifact (bad identifier)");
-  const u64 fbSize = flatbuffers::ReadScalar<uint32_t>(base_);
+  const u64 fbSize = flatbuffers::ReadScalar<uint32_t>(head_);
   const u64 fbEnd = 4 + fbSize;
   if (fbEnd > size_)
     return Status::error(n + ": truncated: the FlatBuffer ends at " +
@@ -793,12 +928,12 @@ Status ArtifactFile::verify(const Options &options) {
   {
     // The version first: another version's fields would fail (or, worse,
     // pass) this version's verifier.
-    flatbuffers::Verifier verifier(base_, fbEnd);
+    flatbuffers::Verifier verifier(head_, fbEnd);
     if (!verifier.VerifySizePrefixedBuffer<fa::ArtifactHeader>(
             format::kFileIdentifier))
       return Status::error(n + ": corrupt: the FlatBuffer fails verification");
     const uint32_t version =
-        flatbuffers::GetSizePrefixedRoot<fa::ArtifactHeader>(base_)
+        flatbuffers::GetSizePrefixedRoot<fa::ArtifactHeader>(head_)
             ->schema_version();
     if (version != format::kSchemaVersion)
       return Status::error(
@@ -810,11 +945,11 @@ Status ArtifactFile::verify(const Options &options) {
   {
     // The defaults cap tables at a million; a big model's command list is
     // far below that.
-    flatbuffers::Verifier verifier(base_, fbEnd);
+    flatbuffers::Verifier verifier(head_, fbEnd);
     if (!fa::VerifySizePrefixedArtifactBuffer(verifier))
       return Status::error(n + ": corrupt: the FlatBuffer fails verification");
   }
-  root_ = fa::GetSizePrefixedArtifact(base_);
+  root_ = fa::GetSizePrefixedArtifact(head_);
 
   const u64 dataStart = format::alignData(fbEnd);
   dataSize_ = root_->data_size();
@@ -829,14 +964,23 @@ Status ArtifactFile::verify(const Options &options) {
     return Status::error(n + ": corrupt: the artifact has no digests");
   if (options.checkProgramDigest) {
     const size_t at = reinterpret_cast<const uint8_t *>(root_->program_digest()) -
-                      base_;
+                      head_;
     const format::Digest actual =
-        format::programDigest(base_, std::min<u64>(dataStart, size_), at);
+        format::programDigest(head_, std::min<u64>(dataStart, size_), at);
     if (actual != programDigest())
       return Status::error(n + ": corrupt: the program digest does not match "
                                "(the commands or the executables changed): "
                                "the file hashes to " +
                            hex(actual) + ", it says " + hex(programDigest()));
+  }
+
+  if (!options.trustedKeys.empty()) {
+    // The signature covers the digests; only a checked program digest
+    // ties them to the bytes that run.
+    if (!options.checkProgramDigest)
+      return Status::error(n + ": a signature cannot be checked without the "
+                               "program digest");
+    FM_RETURN_IF_ERROR(checkSignature(options));
   }
 
   Checker checker(name_, *root_, dataSize_);

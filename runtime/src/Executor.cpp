@@ -260,6 +260,8 @@ Status Executor::build(const LoadedModel &model,
   }
   if (!arena_->host())
     logitsHost_.resize(static_cast<size_t>(vocab_));
+  allocatedBytes_ = cacheBytes() + arenaBytes +
+                    scratch * (1 + uint64_t(trackQueues_.size()));
   return Status::ok();
 }
 

@@ -95,6 +95,10 @@ public:
     return bytes;
   }
 
+  /// Bytes this executor allocated: the caches, the arena and each
+  /// queue's kernel scratch (what a session adds to the process).
+  uint64_t allocatedBytes() const { return allocatedBytes_; }
+
 private:
   /// A KV cache: slots × (K, V) parts of partBytes each.
   struct Cache {
@@ -147,6 +151,7 @@ private:
   hal::CollectiveStats collectives_;
   int64_t capacity_ = INT64_MAX;
   int64_t vocab_ = 0;
+  uint64_t allocatedBytes_ = 0;
 };
 
 } // namespace fm::rt

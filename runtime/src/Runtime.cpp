@@ -3,14 +3,20 @@
 
 #include "Executor.h"
 #include "fm/artifact.h"
+#include "fm/minisign.h"
 #include "fm/sampler.h"
 #include "hal/Registry.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
 #include <mutex>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 namespace fm {
 
@@ -39,6 +45,8 @@ struct Model::Impl {
   std::vector<int32_t> stopIds;
   std::mutex tokenizerMutex;
   std::unique_ptr<Expected<Tokenizer>> tokenizer;
+  std::string signedBy;
+  uint64_t sessionBytes = 0, copiedWeights = 0;
 };
 
 namespace {
@@ -82,6 +90,90 @@ Expected<std::unique_ptr<hal::Device>> chooseDevice(const ArtifactFile &a,
                        join(a.targets()) + ")");
 }
 
+std::string bytesText(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%llu bytes (%.1f GiB)",
+                static_cast<unsigned long long>(bytes),
+                double(bytes) / double(uint64_t(1) << 30));
+  return text;
+}
+
+uint64_t satAdd(uint64_t a, uint64_t b) { return a > ~uint64_t(0) - b ? ~uint64_t(0) : a + b; }
+uint64_t satMul(uint64_t a, uint64_t b) {
+  return a != 0 && b > ~uint64_t(0) / a ? ~uint64_t(0) : a * b;
+}
+
+uint64_t physicalMemory() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    return satMul(uint64_t(pages), uint64_t(page));
+#endif
+  return ~uint64_t(0);
+}
+
+// What a session of `a` on `device` needs as the artifact declares it (the
+// caches, the largest arena, the weights when the device copies them),
+// checked against `limit` (0: physical memory) before anything is
+// allocated; the error names the largest part.
+Status checkMemory(const ArtifactFile &a, const hal::Device &device,
+                   uint64_t limit, uint64_t *sessionBytes,
+                   uint64_t *copiedWeights) {
+  const fa::Artifact &root = a.root();
+  struct Part {
+    std::string what;
+    uint64_t bytes;
+  };
+  std::vector<Part> parts;
+  for (flatbuffers::uoffset_t i = 0; i < root.caches()->size(); ++i) {
+    const fa::KvCache *c = root.caches()->Get(i);
+    const uint64_t elem = dtypeSize(c->dtype());
+    parts.push_back(
+        {"cache " + std::to_string(i) + " ('" + c->name()->str() +
+             "': slots " + std::to_string(c->slots()) + " x 2 x capacity " +
+             std::to_string(c->capacity()) + " x kv_heads " +
+             std::to_string(c->kv_heads()) + " x head_dim " +
+             std::to_string(c->head_dim()) + " x " + std::to_string(elem) +
+             " bytes)",
+         satMul(satMul(satMul(satMul(satMul(c->slots(), 2), c->capacity()),
+                              c->kv_heads()),
+                       c->head_dim()),
+                elem)});
+  }
+  const fa::Program *widest = nullptr;
+  for (const fa::Program *p : *root.programs())
+    if (!widest || p->arena_bytes() > widest->arena_bytes())
+      widest = p;
+  if (widest)
+    parts.push_back({"program '" + widest->phase()->str() + "' arena_bytes",
+                     widest->arena_bytes()});
+  *copiedWeights = device.importCopiesWeights() ? a.dataSize() : 0;
+  if (*copiedWeights)
+    parts.push_back({"data_size (the weights, which device '" + device.name() +
+                         "' copies)",
+                     *copiedWeights});
+  uint64_t total = 0;
+  const Part *largest = nullptr;
+  for (const Part &part : parts) {
+    total = satAdd(total, part.bytes);
+    if (!largest || part.bytes > largest->bytes)
+      largest = &part;
+  }
+  *sessionBytes = total;
+  const bool physical = limit == 0;
+  if (physical)
+    limit = physicalMemory();
+  if (total <= limit)
+    return Status::ok();
+  return Status::error(
+      a.name() + ": a session needs " + bytesText(total) +
+      ", more than the limit of " + bytesText(limit) +
+      (physical ? " (this machine's physical memory)"
+                : " (LoadOptions::maxMemoryBytes, fm-run --max-memory)") +
+      "; the largest part is " + largest->what + ": " +
+      bytesText(largest->bytes));
+}
+
 Expected<std::shared_ptr<Model>>
 finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
            const LoadOptions &options,
@@ -102,6 +194,10 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
   impl->device = std::move(*device);
   impl->deviceName = impl->device->name();
   impl->deviceDescription = impl->device->description();
+  FM_RETURN_IF_ERROR(checkMemory(a, *impl->device, options.maxMemoryBytes,
+                                 &impl->sessionBytes, &impl->copiedWeights));
+  if (a.signedBy())
+    impl->signedBy = minisign::keyIdText(*a.signedBy());
   auto weights = impl->device->importWeights(a.data(), a.dataSize());
   if (!weights)
     return Status::error(a.name() + ": weights: " + weights.message());
@@ -182,35 +278,35 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
   return make(std::move(impl));
 }
 
-ArtifactFile::Options fileOptions(const LoadOptions &options) {
+Expected<ArtifactFile::Options> fileOptions(const LoadOptions &options,
+                                            const std::string &name) {
   ArtifactFile::Options o;
   o.checkWeightsDigest = options.verifyHash;
   o.checkProgramDigest = !options.skipProgramDigestForFuzzing;
+  for (size_t i = 0; i < options.trustedKeys.size(); ++i) {
+    auto key = minisign::parsePublicKey(
+        options.trustedKeys[i],
+        name + ": trusted key " + std::to_string(i + 1));
+    if (!key)
+      return key.status();
+    o.trustedKeys.push_back(*key);
+  }
   return o;
 }
 
 } // namespace
 
-std::vector<DeviceInfo> probeDevices() {
-  std::vector<DeviceInfo> out;
-  for (const hal::DeviceInfo &d : hal::probeDevices()) {
-    DeviceInfo info;
-    info.name = d.name;
-    info.builtIn = d.builtIn;
-    info.present = d.present;
-    info.hardware = d.hardware;
-    info.description = d.description;
-    out.push_back(std::move(info));
-  }
-  return out;
-}
+std::vector<DeviceInfo> probeDevices() { return hal::probeDevices(); }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
 Expected<std::shared_ptr<Model>> Model::load(const std::string &path,
                                              const LoadOptions &options) {
-  return finishLoad(ArtifactFile::open(path, fileOptions(options)), options,
+  auto o = fileOptions(options, path);
+  if (!o)
+    return o.status();
+  return finishLoad(ArtifactFile::open(path, *o), options,
                     [](std::unique_ptr<Impl> impl) {
                       return std::shared_ptr<Model>(new Model(std::move(impl)));
                     });
@@ -219,8 +315,10 @@ Expected<std::shared_ptr<Model>> Model::load(const std::string &path,
 Expected<std::shared_ptr<Model>>
 Model::loadFromBuffer(const uint8_t *data, size_t size, const std::string &name,
                       const LoadOptions &options) {
-  return finishLoad(ArtifactFile::fromBuffer(data, size, name,
-                                            fileOptions(options)),
+  auto o = fileOptions(options, name);
+  if (!o)
+    return o.status();
+  return finishLoad(ArtifactFile::fromBuffer(data, size, name, *o),
                     options,
                     [](std::unique_ptr<Impl> impl) {
                       return std::shared_ptr<Model>(new Model(std::move(impl)));
@@ -261,6 +359,24 @@ Expected<Tokenizer> Model::tokenizer() const {
     impl_->tokenizer =
         std::make_unique<Expected<Tokenizer>>(impl_->artifact->tokenizer());
   return *impl_->tokenizer;
+}
+
+const std::string &Model::signedBy() const { return impl_->signedBy; }
+uint64_t Model::sessionBytes() const { return impl_->sessionBytes; }
+uint64_t Model::copiedWeightBytes() const { return impl_->copiedWeights; }
+
+Status Model::checkFile(bool weights) const {
+  const ArtifactFile &a = *impl_->artifact;
+  FM_RETURN_IF_ERROR(a.checkUnchanged());
+  if (weights) {
+    const format::Digest actual = format::digest(a.data(), a.dataSize());
+    if (actual != a.weightsDigest())
+      return Status::error(a.name() + ": weights digest mismatch: the data "
+                                      "section hashes to " +
+                           format::hex(actual) + ", the artifact says " +
+                           format::hex(a.weightsDigest()));
+  }
+  return Status::ok();
 }
 
 const ProgramInfo *Model::program(const std::string &phase) const {
@@ -389,6 +505,7 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
   Impl &s = *impl_;
   if (!s.status)
     return s.status;
+  FM_RETURN_IF_ERROR(s.model->impl().artifact->checkUnchanged());
   if (n < 1 || !tokens)
     return Status::error(s.prefix() + "prefill needs at least one token");
   if (chunk < 0)
@@ -454,6 +571,7 @@ Expected<const float *> Session::decode(int32_t token) {
   Impl &s = *impl_;
   if (!s.status)
     return s.status;
+  FM_RETURN_IF_ERROR(s.model->impl().artifact->checkUnchanged());
   FM_RETURN_IF_ERROR(s.checkTokens(&token, 1));
   FM_RETURN_IF_ERROR(s.checkRoom(1));
   int program = s.pick({"decode", "prefill_last", "prefill"});
@@ -480,6 +598,10 @@ Expected<int32_t> Session::sample(Sampler &sampler,
   if (comm.size() > 1)
     FM_RETURN_IF_ERROR(comm.broadcast(&token, 1, 0));
   return token;
+}
+
+uint64_t Session::memoryBytes() const {
+  return impl_->exec ? impl_->exec->allocatedBytes() : 0;
 }
 
 SessionStats Session::stats() const {

@@ -15,7 +15,8 @@ writeArtifact(mlir::ModuleOp module,
               const std::vector<target::SerializedExecutable> &executables,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress,
-              const TokenizerFiles *tokenizer) {
+              const TokenizerFiles *tokenizer,
+              const TrailerMaker &trailer) {
   const WeightPlan plan = planWeights(module);
   auto program = serializeProgram(module, plan, executables, tokenizer);
   if (!program)
@@ -44,6 +45,13 @@ writeArtifact(mlir::ModuleOp module,
               format::kDigestBytes);
   if (llvm::Error e = file->writeAt(0, head.data(), head.size()))
     return std::move(e);
+  if (trailer) {
+    auto bytes = trailer(programDigest, streamed->digest);
+    if (!bytes)
+      return bytes.takeError();
+    if (llvm::Error e = file->write(bytes->data(), bytes->size()))
+      return std::move(e);
+  }
   const uint64_t bytes = file->size();
   if (llvm::Error e = file->commit())
     return std::move(e);

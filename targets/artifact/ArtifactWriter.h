@@ -37,16 +37,24 @@ struct ArtifactSummary {
   format::Digest programDigest{}, weightsDigest{};
 };
 
+/// Bytes to append after the data section, made from the finished
+/// artifact's digests (program, weights): the trailer records of
+/// fm/artifact_signature.h, e.g. a signature.
+using TrailerMaker = std::function<llvm::Expected<std::vector<uint8_t>>(
+    const format::Digest &program, const format::Digest &weights)>;
+
 /// Writes `module` (after fm-plan-memory) with `executables` to `path`,
 /// atomically (a temporary file renamed at the end). Weights are read from
 /// `weights` and streamed to the file one tensor at a time, stored as their
 /// fm.param attributes say (f32, f16, or packed). `tokenizer` (may be null)
-/// is embedded as it is.
+/// is embedded as it is. `trailer` (optional) adds its bytes after the data
+/// section before the file appears.
 llvm::Expected<ArtifactSummary>
 writeArtifact(mlir::ModuleOp module,
               const std::vector<target::SerializedExecutable> &executables,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress = {},
-              const TokenizerFiles *tokenizer = nullptr);
+              const TokenizerFiles *tokenizer = nullptr,
+              const TrailerMaker &trailer = {});
 
 } // namespace fm::writer

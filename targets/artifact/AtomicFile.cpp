@@ -39,19 +39,31 @@ llvm::Error AtomicFile::fail(const std::string &what) {
                                  std::strerror(errno));
 }
 
-llvm::Error AtomicFile::write(const void *data, size_t size) {
+namespace {
+
+// Writes all `size` bytes at `offset` (pwrite), retrying short writes.
+bool writeFully(int fd, const void *data, size_t size, uint64_t offset) {
   const char *c = static_cast<const char *>(data);
   while (size) {
-    ssize_t k = ::write(fd_, c, size);
+    ssize_t k = ::pwrite(fd, c, size, off_t(offset));
     if (k < 0) {
       if (errno == EINTR)
         continue;
-      return fail("write failed");
+      return false;
     }
     c += k;
     size -= size_t(k);
-    size_ += uint64_t(k);
+    offset += uint64_t(k);
   }
+  return true;
+}
+
+} // namespace
+
+llvm::Error AtomicFile::write(const void *data, size_t size) {
+  if (!writeFully(fd_, data, size, size_))
+    return fail("write failed");
+  size_ += size;
   return llvm::Error::success();
 }
 
@@ -69,18 +81,8 @@ llvm::Error AtomicFile::pad(size_t size) {
 llvm::Error AtomicFile::writeAt(uint64_t offset, const void *data, size_t size) {
   if (offset + size > size_)
     return llvm::createStringError("%s: overwrite past the end", path_.c_str());
-  const char *c = static_cast<const char *>(data);
-  while (size) {
-    ssize_t k = ::pwrite(fd_, c, size, off_t(offset));
-    if (k < 0) {
-      if (errno == EINTR)
-        continue;
-      return fail("write failed");
-    }
-    c += k;
-    size -= size_t(k);
-    offset += uint64_t(k);
-  }
+  if (!writeFully(fd_, data, size, offset))
+    return fail("write failed");
   return llvm::Error::success();
 }
 

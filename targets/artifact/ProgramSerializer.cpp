@@ -21,16 +21,6 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::string layerName(Location loc) {
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return n.getName().str();
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    for (Location l : f.getLocations())
-      if (auto n = dyn_cast<NameLoc>(l))
-        return n.getName().str();
-  return "";
-}
-
 int64_t cols(Value v) { return cast<RankedTensorType>(v.getType()).getShape()[1]; }
 
 bool isOneRow(Value v) {
@@ -231,7 +221,7 @@ Serializer::command(Operation &op, const std::string &phase, bool multiRow,
       lastOnly |= isActivation(v) && isOneRow(v);
   }
   return fa::CreateCommand(fbb, kind, body,
-                           fbb.CreateString(layerName(op.getLoc())), lastOnly,
+                           fbb.CreateString(target::layerName(op.getLoc())), lastOnly,
                            at.block, at.track, at.rank);
 }
 

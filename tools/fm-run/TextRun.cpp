@@ -3,6 +3,7 @@
 // produced (TextRun.h).
 #include "TextRun.h"
 
+#include "fm/minisign.h"
 #include "fm/tokenizer.h"
 
 #include <sys/resource.h>
@@ -88,15 +89,29 @@ std::string loadForText(const TextArgs &args, fm::Communicator *comm,
   fm::LoadOptions loadOptions;
   loadOptions.verifyHash = args.verifyHash;
   loadOptions.device = args.device;
+  loadOptions.maxMemoryBytes = args.maxMemory;
+  for (const std::string &path : args.trustedKeys) {
+    std::string text;
+    if (!readFile(path, &text))
+      return "--trusted-key: " + path + ": cannot read it";
+    // Checked here too, so that a bad key's message names its file.
+    if (auto key = fm::minisign::parsePublicKey(text, path); !key)
+      return "--trusted-key: " + key.message();
+    loadOptions.trustedKeys.push_back(text);
+  }
   auto loaded = fm::Model::load(args.model, loadOptions);
   if (!loaded)
     return loaded.message();
   out->model = *loaded;
-  if (!comm || comm->rank() == 0)
+  const bool leader = !comm || comm->rank() == 0;
+  if (leader)
     std::fprintf(stderr, "fm-run: device %s%s: %s\n",
                  out->model->device().c_str(),
                  args.device.empty() ? " (default)" : "",
                  out->model->deviceDescription().c_str());
+  if (leader && !out->model->signedBy().empty())
+    std::fprintf(stderr, "fm-run: signed by trusted key %s\n",
+                 out->model->signedBy().c_str());
   // Parse the tokenizer now: an artifact without one fails before the
   // session is built.
   auto tokenizer = out->model->tokenizer();

@@ -23,6 +23,8 @@ struct TextArgs {
   bool noSpecialTokens = false;
   // fm-run's options they share.
   std::string model, device, activations = "int8x2";
+  std::vector<std::string> trustedKeys; // minisign public key files
+  uint64_t maxMemory = 0;               // bytes; 0: physical memory
   int threads = 0;
   bool verifyHash = false, stats = false;
   int64_t maxNewTokens = 256, prefillChunk = 0;

@@ -6,6 +6,7 @@
 // and writes files.
 #include "TextRun.h"
 
+#include "fm/minisign.h"
 #include "fm/npy.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
@@ -46,6 +47,8 @@ struct Args {
   std::string activations = "int8x2";
   std::string device;
   bool listDevices = false;
+  std::vector<std::string> trustedKeys; // public key files
+  uint64_t maxMemory = 0;               // bytes; 0: physical memory
 };
 
 // --activations (checked by CLI11 to be one of these names).
@@ -91,6 +94,39 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - t0)
       .count();
+}
+
+// RssAnon of /proc/self/status in MiB: the process's anonymous memory
+// (heap, caches, arena; not the mapped artifact), or -1 where unknown.
+double anonRssMb() {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return -1.0;
+  char line[256];
+  double kb = -1.0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::strncmp(line, "RssAnon:", 8) == 0)
+      kb = std::strtod(line + 8, nullptr);
+  std::fclose(f);
+  return kb < 0 ? -1.0 : kb / 1024.0;
+}
+
+// A whole file, or an error naming it.
+bool readFile(const std::string &path, std::string *out, std::string *error) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0 && out->size() < (1u << 20))
+    out->append(buffer, n);
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed)
+    *error = path + ": cannot read";
+  return !failed;
 }
 
 double peakRssMb() {
@@ -139,6 +175,16 @@ int run(const Args &args, fm::Communicator *comm) {
     fm::LoadOptions loadOptions;
     loadOptions.verifyHash = args.verifyHash;
     loadOptions.device = args.device;
+    loadOptions.maxMemoryBytes = args.maxMemory;
+    for (const std::string &path : args.trustedKeys) {
+      std::string text;
+      if (!readFile(path, &text, &e))
+        return "--trusted-key: " + e;
+      // Checked here too, so that a bad key's message names its file.
+      if (auto key = fm::minisign::parsePublicKey(text, path); !key)
+        return "--trusted-key: " + key.message();
+      loadOptions.trustedKeys.push_back(text);
+    }
     auto loaded = fm::Model::load(args.model, loadOptions);
     if (!loaded)
       return loaded.message();
@@ -147,6 +193,9 @@ int run(const Args &args, fm::Communicator *comm) {
       std::fprintf(stderr, "fm-run: device %s%s: %s\n", model->device().c_str(),
                    args.device.empty() ? " (default)" : "",
                    model->deviceDescription().c_str());
+    if (leader && !model->signedBy().empty())
+      std::fprintf(stderr, "fm-run: signed by trusted key %s\n",
+                   model->signedBy().c_str());
     // What the session would reject, checked here so that under mpirun
     // every rank fails in the setup together rather than mid-run.
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -280,13 +329,17 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"decode_tokens_per_s\": %.3f, \"peak_rss_mb\": %.1f, "
                 "\"threads\": %d, \"ranks\": %d, "
                 "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f, "
-                "\"activations\": \"%s\", \"device\": \"%s\"}\n",
+                "\"activations\": \"%s\", \"device\": \"%s\", "
+                "\"anon_rss_mb\": %.1f, \"session_mb\": %.1f, "
+                "\"copied_weights_mb\": %.1f}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
                 session->threads(), st.ranks, perToken, st.collectiveMs,
-                args.activations.c_str(), model->device().c_str());
+                args.activations.c_str(), model->device().c_str(), anonRssMb(),
+                double(session->memoryBytes()) / (1024.0 * 1024.0),
+                double(model->copiedWeightBytes()) / (1024.0 * 1024.0));
   }
   std::fflush(stdout);
   return 0;
@@ -343,9 +396,11 @@ int main(int argc, char **argv) {
   app.add_option("--seed", args.seed, "sampling seed")->default_val(0);
   app.add_flag("--stats", args.stats,
                "print one JSON line of load time, speed, peak RSS, threads, "
-               "ranks and collectives (AllReduce per decode step, total ms); "
-               "text modes: on stderr, --chat one line per turn (tokens "
-               "reused from the KV cache and prefilled)");
+               "ranks and collectives (AllReduce per decode step, total ms), "
+               "and the anonymous memory (RssAnon) beside what the session "
+               "allocated and the device copied; text modes: on stderr, "
+               "--chat one line per turn (tokens reused from the KV cache "
+               "and prefilled)");
   app.add_flag("--score", args.score,
                "teacher forcing: logits of every position of --tokens "
                "(with --logits-out), no generation");
@@ -377,6 +432,16 @@ int main(int argc, char **argv) {
                  "choice is printed on stderr)");
   app.add_flag("--list-devices", args.listDevices,
                "print the devices this runtime knows and exit");
+  app.add_option("--trusted-key", args.trustedKeys,
+                 "a minisign public key file (fmc keygen, minisign -G); with "
+                 "it, only artifacts signed by one of the given keys load "
+                 "(checked before any generated code is loaded; add "
+                 "--verify-hash to check the weights too)");
+  app.add_option("--max-memory", args.maxMemory,
+                 "refuse an artifact whose session would need more memory "
+                 "(KV caches, arena, weights a GPU copies): bytes or 512M, "
+                 "8G, ... (default: the physical memory)")
+      ->transform(CLI::AsSizeValue(false));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -421,6 +486,8 @@ int main(int argc, char **argv) {
     text.activations = args.activations;
     text.threads = args.threads;
     text.verifyHash = args.verifyHash;
+    text.trustedKeys = args.trustedKeys;
+    text.maxMemory = args.maxMemory;
     text.stats = args.stats;
     text.maxNewTokens = maxNew->count() ? args.maxNewTokens : 256;
     text.prefillChunk = args.prefillChunk;

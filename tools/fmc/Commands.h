@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fm::cli {
 
@@ -32,8 +33,15 @@ struct CompileArgs {
   std::string dumpIr;      // write the planned kernel-level IR here
   std::string tokenizer;   // tokenizer.json (or its directory) to embed; "":
                            // the one beside the checkpoint, if any
+  std::string signKey;     // sign with this minisign secret key file
 };
 int runCompile(const CompileArgs &args);
+
+struct KeygenArgs {
+  std::string output;      // writes output.key and output.pub
+  bool force = false;      // replace existing files
+};
+int runKeygen(const KeygenArgs &args);
 
 struct InspectArgs {
   std::string artifact;
@@ -41,6 +49,9 @@ struct InspectArgs {
   bool verifyHash = false;
   std::string extractExecutable; // write the generated code here
   std::string target;            // of the executable to extract
+  std::vector<std::string> trustedKeys; // verify the signature with these
+  std::string statementOut;      // write the signed statement here
+  std::string signatureOut;      // write the signature (.minisig) here
 };
 int runInspect(const InspectArgs &args);
 

@@ -3,6 +3,7 @@
 // report and progress on stderr.
 #include "Commands.h"
 #include "TokenizerCheck.h"
+#include "Signing.h"
 
 #include "dialects/fm/IR/FmOps.h"
 #include "dialects/fmk/IR/FmkDialect.h"
@@ -192,10 +193,19 @@ int runCompile(const CompileArgs &args) {
       return fail(llvm::toString(opened.takeError()));
     weights = std::move(*opened);
   }
+  writer::TrailerMaker trailer;
+  if (!args.signKey.empty()) {
+    auto signer = signatureTrailer(args.signKey, model.getFamily().str(),
+                                   model.getSymName().str());
+    if (!signer)
+      return fail("--sign: " + llvm::toString(signer.takeError()));
+    trailer = std::move(*signer);
+  }
   progress("writing " + args.output);
   auto summary = writer::writeArtifact(*module, executables, weights,
                                        args.output, progress,
-                                       tokenizer ? &tokenizer->files : nullptr);
+                                       tokenizer ? &tokenizer->files : nullptr,
+                                       trailer);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
@@ -266,6 +276,8 @@ int runCompile(const CompileArgs &args) {
   os << llvm::formatv("  digests       program {0}, weights {1} (BLAKE2b-256)\n",
                       format::hex(summary->programDigest).substr(0, 16),
                       format::hex(summary->weightsDigest).substr(0, 16));
+  if (!args.signKey.empty())
+    os << llvm::formatv("  signed        with {0}\n", args.signKey);
   os << llvm::formatv("  time          import {0:F0} ms, passes {1:F0} ms, "
                       "codegen {2:F0} ms, write {3:F0} ms, total {4:F0} ms\n",
                       importMs, passMs, codegenMs, writeMs, msSince(t0));

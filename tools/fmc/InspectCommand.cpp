@@ -3,6 +3,7 @@
 // describe), so a new command needs nothing here.
 #include "Commands.h"
 #include "InspectTokenizer.h"
+#include "Signing.h"
 
 #include "fm/artifact.h"
 #include "fm/format.h"
@@ -158,6 +159,10 @@ int extract(const ArtifactFile &a, const InspectArgs &args) {
 int runInspect(const InspectArgs &args) {
   ArtifactFile::Options opts;
   opts.checkWeightsDigest = args.verifyHash;
+  auto keys = readTrustedKeys(args.trustedKeys);
+  if (!keys)
+    return fail("--trusted-key: " + llvm::toString(keys.takeError()));
+  opts.trustedKeys = std::move(*keys);
   auto art = ArtifactFile::open(args.artifact, opts);
   if (!art)
     return fail(art.message());
@@ -255,6 +260,12 @@ int runInspect(const InspectArgs &args) {
     for (const fa::Executable *e : *root.executables())
       exes.push_back(executableJson(*e));
     out["executables"] = std::move(exes);
+    if (a.signedBy())
+      out["signed_by"] = minisign::keyIdText(*a.signedBy());
+    std::string ignored;
+    llvm::raw_string_ostream sink(ignored);
+    if (int rc = describeSignatures(a, args, sink))
+      return rc;
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
                  << "\n";
     return 0;
@@ -277,6 +288,8 @@ int runInspect(const InspectArgs &args) {
                       format::hex(a.weightsDigest()).substr(0, 16),
                       args.verifyHash ? " (verified)" : "");
   os << tokenizerText(a);
+  if (int rc = describeSignatures(a, args, os))
+    return rc;
   for (const fa::KvCache *c : *root.caches())
     os << llvm::formatv("  kv cache      @{0}: {1} slots x {2} heads x {3}, "
                         "capacity {4}, {5}\n",

@@ -86,6 +86,19 @@ int main(int argc, char **argv) {
                          "embed this tokenizer.json (or the one in this "
                          "directory; its tokenizer_config.json beside it) "
                          "instead of the checkpoint's own");
+  compileCmd->add_option("--sign", comp.signKey,
+                         "sign the artifact's digests with this minisign "
+                         "secret key (fmc keygen, minisign -G -W); the "
+                         "signature goes in a trailer after the data section");
+
+  fm::cli::KeygenArgs keygen;
+  CLI::App *keygenCmd = app.add_subcommand(
+      "keygen", "Make an Ed25519 key pair for signing artifacts (minisign's "
+                "formats: NAME.key, unencrypted, and NAME.pub)");
+  keygenCmd->add_option("-o,--output", keygen.output,
+                        "NAME: writes NAME.key and NAME.pub")
+      ->required();
+  keygenCmd->add_flag("-f,--force", keygen.force, "replace existing files");
 
   fm::cli::InspectArgs insp;
   CLI::App *inspectCmd =
@@ -100,6 +113,15 @@ int main(int argc, char **argv) {
                          "object, object file, SPIR-V, ...) to this file");
   inspectCmd->add_option("--target", insp.target,
                          "the executable to extract (default: the only one)");
+  inspectCmd->add_option("--trusted-key", insp.trustedKeys,
+                         "verify the signature with this public key (fails "
+                         "when the artifact is not signed by one of them)");
+  inspectCmd->add_option("--statement-out", insp.statementOut,
+                         "write the bytes the signature signs (the message "
+                         "for minisign -V -m)");
+  inspectCmd->add_option("--signature-out", insp.signatureOut,
+                         "write the signature as a .minisig file (for "
+                         "minisign -V -x)");
 
   CLI11_PARSE(app, argc, argv);
   if (importCmd->parsed())
@@ -108,5 +130,7 @@ int main(int argc, char **argv) {
     return fm::cli::runCompile(comp);
   if (inspectCmd->parsed())
     return fm::cli::runInspect(insp);
+  if (keygenCmd->parsed())
+    return fm::cli::runKeygen(keygen);
   return 1;
 }

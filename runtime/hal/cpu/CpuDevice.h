@@ -59,6 +59,7 @@ public:
                   uint64_t bytes) override;
   Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
                                                   uint64_t bytes) override;
+  bool importCopiesWeights() const override { return false; }
   bool readsLayout(const std::string &layout) const override;
   Expected<std::unique_ptr<Executable>>
   loadExecutable(const artifact::Executable &executable,

@@ -1,6 +1,8 @@
 // In-memory loading of generated CPU code: memfd + dlopen + dlsym.
 #include "hal/cpu/CpuExecutable.h"
 
+#include "hal/cpu/ElfImage.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +11,6 @@
 
 #if defined(__linux__)
 #include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,67 +21,6 @@ namespace fm::hal {
 namespace {
 
 #if defined(__linux__)
-
-#if defined(__x86_64__)
-constexpr uint16_t kHostMachine = EM_X86_64;
-#elif defined(__aarch64__)
-constexpr uint16_t kHostMachine = EM_AARCH64;
-#elif defined(__riscv)
-constexpr uint16_t kHostMachine = EM_RISCV;
-#elif defined(__i386__)
-constexpr uint16_t kHostMachine = EM_386;
-#elif defined(__arm__)
-constexpr uint16_t kHostMachine = EM_ARM;
-#else
-constexpr uint16_t kHostMachine = 0; // Unknown: let dlopen decide.
-#endif
-
-std::string machineName(uint16_t machine) {
-  switch (machine) {
-  case EM_X86_64:
-    return "x86_64";
-  case EM_AARCH64:
-    return "aarch64";
-  case EM_RISCV:
-    return "riscv";
-  case EM_386:
-    return "i386";
-  case EM_ARM:
-    return "arm";
-  }
-  return "ELF machine " + std::to_string(machine);
-}
-
-using Ehdr = std::conditional_t<sizeof(void *) == 8, Elf64_Ehdr, Elf32_Ehdr>;
-
-// Why an ELF image cannot be dlopen'ed here, or empty.
-std::string elfProblem(const uint8_t *image, size_t size) {
-  if (size < sizeof(Ehdr) || std::memcmp(image, ELFMAG, SELFMAG) != 0)
-    return "the image is not an ELF file";
-  constexpr unsigned char hostClass =
-      sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
-  if (image[EI_CLASS] != hostClass)
-    return std::string("the image is ") +
-           (image[EI_CLASS] == ELFCLASS64 ? "64" : "32") +
-           "-bit, this machine runs " + (hostClass == ELFCLASS64 ? "64" : "32") +
-           "-bit code";
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  constexpr unsigned char hostData = ELFDATA2LSB;
-#else
-  constexpr unsigned char hostData = ELFDATA2MSB;
-#endif
-  if (image[EI_DATA] != hostData)
-    return "the image has the other byte order";
-  Ehdr header;
-  std::memcpy(&header, image, sizeof(header));
-  if (kHostMachine != 0 && header.e_machine != kHostMachine)
-    return "the image is " + machineName(header.e_machine) +
-           " code, this machine is " + machineName(kHostMachine);
-  if (header.e_type != ET_DYN)
-    return "the image is not a shared object (ELF type " +
-           std::to_string(header.e_type) + ")";
-  return {};
-}
 
 bool writeAll(int fd, const uint8_t *data, size_t size) {
   while (size > 0) {
@@ -99,7 +39,7 @@ bool writeAll(int fd, const uint8_t *data, size_t size) {
 // A file descriptor holding `image`, and the path to dlopen it by.
 Status writeImage(const uint8_t *image, size_t size, const std::string &prefix,
                   int *fdOut, std::string *pathOut) {
-  int fd = memfd_create("fm-executable", MFD_CLOEXEC);
+  int fd = memfd_create("fm-executable", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd >= 0) {
     if (!writeAll(fd, image, size)) {
       int err = errno;
@@ -107,6 +47,10 @@ Status writeImage(const uint8_t *image, size_t size, const std::string &prefix,
       return Status::error(prefix + "cannot write the image to a memfd: " +
                            std::strerror(err));
     }
+    // The checked bytes are what dlopen maps: nobody (another process that
+    // opens /proc/PID/fd/N included) may change them from here on.
+    (void)fcntl(fd, F_ADD_SEALS,
+                F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     std::string path = "/proc/self/fd/" + std::to_string(fd);
     if (::access(path.c_str(), R_OK) == 0) {
       *fdOut = fd;
@@ -143,45 +87,61 @@ CpuExecutable::load(const fm::artifact::Executable &exe,
                     const std::string &artifactName) {
   const std::string triple = exe.triple() ? exe.triple()->str() : "";
   const std::string format = exe.format()->str();
-  const std::string cannotRun =
-      artifactName + ": executable for " + triple + " cannot run on this machine";
   if (format != "elf-so")
-    return Status::error(cannotRun + " (format '" + format +
+    return Status::error(artifactName + ": executable for " + triple +
+                         " cannot run on this machine (format '" + format +
                          "'; this runtime loads 'elf-so')");
+  // Checked and loaded from one private copy: the artifact's bytes may be
+  // a mapping of a file that changes under us.
+  std::vector<uint8_t> image(exe.data()->begin(), exe.data()->end());
+  std::vector<std::string> functions;
+  for (const auto *f : *exe.functions())
+    functions.push_back(f->name()->str());
+  return loadImage(image, functions,
+                   artifactName + ": executable for " + triple);
+}
+
+Expected<std::unique_ptr<CpuExecutable>>
+CpuExecutable::loadImage(const std::vector<uint8_t> &image,
+                         const std::vector<std::string> &functions,
+                         const std::string &what) {
 #if defined(__linux__)
-  const uint8_t *image = exe.data()->data();
-  const size_t size = exe.data()->size();
-  if (std::string problem = elfProblem(image, size); !problem.empty())
-    return Status::error(cannotRun + ": " + problem);
+  if (std::string problem = elfMachineProblem(image.data(), image.size());
+      !problem.empty())
+    return Status::error(what + " cannot run on this machine: " + problem);
+  if (std::string problem =
+          elfImageProblem(image.data(), image.size(), functions);
+      !problem.empty())
+    return Status::error(what + " is corrupt: " + problem);
 
   std::unique_ptr<CpuExecutable> result(new CpuExecutable());
   std::string path;
-  FM_RETURN_IF_ERROR(
-      writeImage(image, size, artifactName + ": executable: ", &result->fd_, &path));
+  FM_RETURN_IF_ERROR(writeImage(image.data(), image.size(), what + ": ",
+                                &result->fd_, &path));
   dlerror();
   result->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (path.rfind("/proc/", 0) != 0)
     result->tempPath_ = path; // Unlinked after dlclose (see the header).
   if (!result->handle_) {
     const char *why = dlerror();
-    return Status::error(artifactName + ": executable for " + triple +
-                         " cannot be loaded: " + (why ? why : "dlopen failed"));
+    return Status::error(what + " cannot be loaded: " +
+                         (why ? why : "dlopen failed"));
   }
-  const auto *names = exe.functions();
-  result->functions_.reserve(names->size());
-  for (flatbuffers::uoffset_t i = 0; i < names->size(); ++i) {
+  result->functions_.reserve(functions.size());
+  for (size_t i = 0; i < functions.size(); ++i) {
     dlerror();
-    const std::string name = names->Get(i)->name()->str();
-    void *symbol = dlsym(result->handle_, name.c_str());
+    void *symbol = dlsym(result->handle_, functions[i].c_str());
     if (!symbol)
-      return Status::error(artifactName + ": executable: function " +
-                           std::to_string(i) + " '" + name +
-                           "' is not in the image");
+      return Status::error(what + ": function " + std::to_string(i) + " '" +
+                           functions[i] + "' is not in the image");
     result->functions_.push_back(reinterpret_cast<Function>(symbol));
   }
   return result;
 #else
-  return Status::error(cannotRun + " (loading generated code needs Linux)");
+  (void)image;
+  (void)functions;
+  return Status::error(what + " cannot run on this machine (loading "
+                              "generated code needs Linux)");
 #endif
 }
 

@@ -27,6 +27,11 @@ public:
   /// error messages.
   static Expected<std::unique_ptr<CpuExecutable>>
   load(const fm::artifact::Executable &exe, const std::string &artifactName);
+  /// The same from an image's bytes and its function names, after the
+  /// checks of hal/cpu/ElfImage.h; `what` starts the messages.
+  static Expected<std::unique_ptr<CpuExecutable>>
+  loadImage(const std::vector<uint8_t> &image,
+            const std::vector<std::string> &functions, const std::string &what);
 
   ~CpuExecutable() override;
   CpuExecutable(const CpuExecutable &) = delete;

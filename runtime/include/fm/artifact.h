@@ -5,14 +5,17 @@
 // names the file and the element at fault, never a crash.
 #pragma once
 
+#include "fm/artifact_signature.h"
 #include "fm/fmb_generated.h"
 #include "fm/format.h"
+#include "fm/minisign.h"
 #include "fm/status.h"
 #include "fm/tokenizer.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,10 @@ public:
     bool checkProgramDigest = true;
     /// Also check the weights against their digest (reads every byte).
     bool checkWeightsDigest = false;
+    /// When not empty, the artifact must carry a signature by one of these
+    /// keys over its digests (fm/artifact_signature.h), checked right after
+    /// the program digest; an unsigned or otherwise signed file is refused.
+    std::vector<minisign::PublicKey> trustedKeys;
   };
 
   /// Maps `path` read-only and verifies it. Error messages start with `path`.
@@ -77,6 +84,19 @@ public:
   std::vector<std::string> targets() const;
   format::Digest programDigest() const;
   format::Digest weightsDigest() const;
+  /// The digests a signature of this artifact covers.
+  format::SignedDigests signedDigests() const;
+  /// The trailer records after the data section (read on demand; an error
+  /// when they are damaged).
+  Expected<std::vector<format::TrailerRecord>> trailer() const;
+  /// The key that signed the artifact, when Options::trustedKeys checked it.
+  const std::optional<minisign::KeyId> &signedBy() const { return signedBy_; }
+
+  /// For a file: an error when it is no longer the file that was verified
+  /// (its size or modification time changed), so that a caller stops
+  /// before reading weights that may be gone (SIGBUS) or different. One
+  /// fstat; always ok for a buffer.
+  Status checkUnchanged() const;
 
   /// Command `index` of program `program` (both in range).
   CommandText describe(uint32_t program, uint32_t index) const;
@@ -98,10 +118,23 @@ private:
   Status verify(const Options &options);
   Status verifyTokenizer() const;
 
+  Status readHead();
+  Status checkSignature(const Options &options);
+
   std::string name_;
   const uint8_t *base_ = nullptr;
   uint64_t size_ = 0;
   bool mapped_ = false; // munmap base_ (else it is an owned aligned buffer)
+  // The FlatBuffer and the padding after it: a private copy of a file's
+  // bytes (read, not mapped), so that what was verified is what the
+  // runtime reads later even if the file changes; base_ for a buffer.
+  const uint8_t *head_ = nullptr;
+  uint64_t headSize_ = 0;
+  bool ownsHead_ = false;
+  // The open file and what it was when verified (checkUnchanged).
+  int fd_ = -1;
+  int64_t mtimeNs_ = 0;
+  std::optional<minisign::KeyId> signedBy_;
   const artifact::Artifact *root_ = nullptr;
   const uint8_t *data_ = nullptr;
   uint64_t dataSize_ = 0;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "fm/communicator.h"
+#include "fm/device_info.h"
 #include "fm/status.h"
 #include "fm/tokenizer.h"
 
@@ -25,17 +26,6 @@
 namespace fm {
 
 class Sampler; // fm/sampler.h
-
-/// A device kind of the runtime (probeDevices()).
-struct DeviceInfo {
-  std::string name;     // "cuda", "metal", "vulkan", "cpu"
-  bool builtIn = false; // compiled into this runtime
-  bool present = false; // built in and found on this machine
-  /// Hardware (a GPU, or the CPU), not a software emulation such as Mesa's
-  /// lavapipe: the default device choice takes only hardware.
-  bool hardware = false;
-  std::string description; // what was found, or why it is absent
-};
 
 /// Every device kind, best first (the order of the default choice).
 std::vector<DeviceInfo> probeDevices();
@@ -59,6 +49,18 @@ struct LoadOptions {
   /// Loading an artifact's executable runs its code: load only trusted
   /// artifacts with it.
   bool loadExecutable = true;
+  /// Public keys (minisign's format: a .pub file's text, or its base64
+  /// line) of the compilers whose artifacts may load. When not empty, an
+  /// artifact loads only with a signature by one of them over its digests
+  /// (`fmc compile --sign`), checked before any of its code is loaded; the
+  /// program digest ties the signature to the code and commands, and
+  /// verifyHash to the weights.
+  std::vector<std::string> trustedKeys;
+  /// The most bytes a session of the model may need: its KV caches, the
+  /// activation arena and what the device copies (the weights, on a GPU).
+  /// An artifact that declares more is refused before anything is
+  /// allocated, naming the field. 0: this machine's physical memory.
+  uint64_t maxMemoryBytes = 0;
 };
 
 /// One program of the model ("prefill", "prefill_last", "decode").
@@ -148,6 +150,20 @@ public:
   /// Tracks per track block and track blocks (0: not a track model).
   int64_t numTracks() const;
   int64_t numTrackBlocks() const;
+  /// The key id (16 hex digits, as minisign prints it) of the trusted key
+  /// whose signature was checked at load; empty without trustedKeys.
+  const std::string &signedBy() const;
+  /// Bytes a session needs as the artifact declares them (KV caches, the
+  /// largest arena) plus the weights the device copied; kernel scratch
+  /// comes on top (Session::memoryBytes()).
+  uint64_t sessionBytes() const;
+  uint64_t copiedWeightBytes() const;
+  /// An error when the file changed since it was loaded (size or
+  /// modification time), and with `weights` also when the data section no
+  /// longer matches the weights digest (reads every byte). Sessions check
+  /// the size and time before every call, so that a truncated file gives
+  /// this error rather than a SIGBUS where it can.
+  Status checkFile(bool weights = false) const;
 
   /// Whether the artifact carries a tokenizer (fmc compile embeds the
   /// tokenizer.json + tokenizer_config.json beside the checkpoint).
@@ -332,6 +348,9 @@ public:
 
   /// Counters since the session was built.
   SessionStats stats() const;
+  /// Bytes the session allocated: KV caches, arena, kernel scratch of each
+  /// queue (0 when it could not be built).
+  uint64_t memoryBytes() const;
 
   /// Called with each generated token; return false to stop.
   using TokenCallback = std::function<bool(int32_t token)>;

@@ -104,6 +104,17 @@ def main():
     c["model_type"] = "gpt2"
     json.dump(c, open(cfg, "w"))
 
+    # o_proj transposed where num_attention_heads * head_dim (128) is not
+    # hidden_size (64): only the importer's own check names the config keys.
+    wide = os.path.join(out, "wrong_o_proj")
+    subprocess.check_call(["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny",
+                           "--out", wide, "--set", "head_dim=32"], stdout=subprocess.DEVNULL)
+    st = os.path.join(wide, "model.safetensors")
+    h, body = header(st)
+    o = h["model.layers.0.self_attn.o_proj.weight"]
+    o["shape"] = o["shape"][::-1]
+    write(st, h, body)
+
 
 if __name__ == "__main__":
     main()

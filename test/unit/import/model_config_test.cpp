@@ -617,3 +617,20 @@ TEST(CheckWeights, NamesShardsAndWarnsAboutUntiedHead) {
 }
 
 } // namespace
+
+// RoPE rotates pairs of dimensions: an odd head_dim is the config reader's
+// error, not a verifier's (found by fuzz.model_config).
+TEST(ModelConfigErrors, OddHeadDimWithRope) {
+  EXPECT_EQ(parseErr(llamaWith(R"("head_dim":17)")),
+            "config.json: head_dim=17 is odd, but RoPE rotates pairs of dimensions");
+  EXPECT_EQ(parseErr(R"({"model_type":"pt_moe","vocab_size":50,"hidden_size":64,
+      "num_tracks":1,"track_block_depth":2,"num_track_blocks":1,"num_attention_heads":2,
+      "num_key_value_heads":2,"head_dim":33,"intermediate_size":96})"),
+            "config.json: head_dim=33 is odd, but RoPE rotates pairs of dimensions "
+            "(rope_style 'half', global_rope)");
+  // Without RoPE anywhere (NoPE global layers only) an odd head_dim is fine.
+  ModelSpec spec = parseOk(R"({"model_type":"pt_moe","vocab_size":50,"hidden_size":64,
+      "num_tracks":1,"track_block_depth":2,"num_track_blocks":1,"num_attention_heads":2,
+      "num_key_value_heads":2,"head_dim":33,"intermediate_size":96,"global_rope":false})");
+  EXPECT_EQ(spec.blocks.at(0).tracks.at(0).at(0).attn.rope, RopeStyle::None);
+}

@@ -385,3 +385,18 @@ TEST(SafeTensorsFormat, ShapesAndDtypes) {
 }
 
 } // namespace
+
+// A shard the index names must be a file of the checkpoint directory: a
+// path would let a checkpoint make fmc read (and map) any file.
+TEST(WeightSet, IndexShardsStayInTheDirectory) {
+  TempDir dir;
+  std::string index = dir.file("model.safetensors.index.json");
+  dir.write("s1.safetensors", makeSafetensors({{"a", {2}}}));
+  for (const char *name : {"../s1.safetensors", "/etc/passwd", "sub/s1.safetensors", "..", ""}) {
+    dir.write("model.safetensors.index.json",
+              std::string(R"({"weight_map":{"a":")") + name + R"("}})");
+    EXPECT_EQ(errorText(WeightSet::openDirectory(dir.path())),
+              index + ": weight_map entry 'a' names '" + name +
+                  "': a shard must be a file name in the checkpoint directory");
+  }
+}

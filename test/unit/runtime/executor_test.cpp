@@ -420,7 +420,8 @@ TEST(Executor, ExecutableForAnotherMachine) {
     auto file = b.finish();
     auto model = Model::loadFromBuffer(file.data(), file.size(), "f.fmb");
     ASSERT_FALSE(model.isOk());
-    EXPECT_EQ(model.message(), "f.fmb: executable: function 1 'nope' is not in the image");
+    EXPECT_EQ(model.message(), "f.fmb: executable for x86_64-unknown-linux-gnu is corrupt: "
+                               "function 'nope' is not in the image's symbol table");
   }
   {
     // Not an ELF file at all.

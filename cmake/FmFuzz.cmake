@@ -1,0 +1,122 @@
+# libFuzzer targets, registered in one place each and run as ctests under one
+# time budget.
+#
+#   fm_fuzz_target(<name> SOURCES <cpp>... LIBS <lib>... CORPUS <dir>
+#                  [DICT <file>] [EXE <executable name>] [ARGS <arg>...])
+#
+# builds <name>_fuzz (or EXE) from SOURCES with -fsanitize=fuzzer,address
+# (the LIBS it tests should be instrumented too: fm_instrumented_variant in
+# cmake/FmLayers.cmake) and records it; at the end of the configure step
+# (a deferred call of the top directory) every recorded target becomes the
+# test fuzz.<name>: the target runs from its committed seed CORPUS (new
+# inputs go to a scratch directory of the build, never into the
+# repository) for
+#   min(FM_FUZZ_SECONDS, FM_FUZZ_TOTAL_SECONDS / number of targets)
+# seconds, so that all fuzzers together stay within the total however many
+# the other layers add. A crash, leak or timeout fails the test; libFuzzer
+# writes the input (crash-<sha1>) into the build directory: fix the bug and
+# commit that input to CORPUS as a regression seed.
+#
+# Skipped without clang's libFuzzer, and in sanitizer builds (FM_SANITIZE):
+# the plain build already runs every fuzzer under ASan.
+if(COMMAND fm_fuzz_target)
+  return()
+endif()
+# fm_instrumented_variant, for the libraries a fuzzer tests.
+include(${CMAKE_CURRENT_LIST_DIR}/FmLayers.cmake)
+
+set(FM_FUZZ_SECONDS 30 CACHE STRING "most seconds one fuzz target runs in ctest")
+# 260 s of fuzzing leaves room for each target's start (loading its corpus)
+# and final report inside 5 minutes of ctest.
+set(FM_FUZZ_TOTAL_SECONDS 260 CACHE STRING
+    "seconds all fuzz targets together run in ctest")
+set(FM_FUZZ_FLAGS -fsanitize=fuzzer,address -g -O1)
+
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address")
+set(CMAKE_REQUIRED_LINK_OPTIONS "-fsanitize=fuzzer,address")
+check_cxx_source_compiles(
+  "#include <cstdint>\n#include <cstddef>\nextern \"C\" int LLVMFuzzerTestOneInput(const uint8_t *, size_t) { return 0; }"
+  FM_HAVE_LIBFUZZER)
+unset(CMAKE_REQUIRED_FLAGS)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+if(FM_SANITIZE)
+  set(FM_FUZZ_ENABLED OFF)
+  message(STATUS "fmc: fuzz targets skipped in the sanitizer build (the plain build runs them under ASan)")
+elseif(NOT FM_HAVE_LIBFUZZER)
+  set(FM_FUZZ_ENABLED OFF)
+  message(STATUS "fmc: libFuzzer not available (clang + libclang-rt); fuzz targets skipped")
+else()
+  set(FM_FUZZ_ENABLED ON)
+endif()
+
+# fm_fuzz_target: see above.
+function(fm_fuzz_target name)
+  cmake_parse_arguments(ARG "" "CORPUS;DICT;EXE" "SOURCES;LIBS;ARGS" ${ARGN})
+  if(NOT FM_FUZZ_ENABLED)
+    return()
+  endif()
+  if(NOT ARG_CORPUS OR NOT IS_DIRECTORY ${ARG_CORPUS})
+    message(FATAL_ERROR "fm_fuzz_target(${name}): CORPUS '${ARG_CORPUS}' is not a directory")
+  endif()
+  set(exe ${name}_fuzz)
+  if(ARG_EXE)
+    set(exe ${ARG_EXE})
+  endif()
+  add_executable(${exe} ${ARG_SOURCES})
+  target_compile_options(${exe} PRIVATE ${FM_FUZZ_FLAGS})
+  target_link_options(${exe} PRIVATE -fsanitize=fuzzer,address)
+  target_link_libraries(${exe} PRIVATE ${ARG_LIBS})
+  set(args ${ARG_ARGS})
+  if(ARG_DICT)
+    list(APPEND args -dict=${ARG_DICT})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY FM_FUZZ_TARGETS ${name})
+  set_property(GLOBAL PROPERTY FM_FUZZ_${name}_EXE ${exe})
+  set_property(GLOBAL PROPERTY FM_FUZZ_${name}_CORPUS ${ARG_CORPUS})
+  set_property(GLOBAL PROPERTY FM_FUZZ_${name}_ARGS "${args}")
+  set_property(GLOBAL PROPERTY FM_FUZZ_${name}_DIR ${CMAKE_CURRENT_BINARY_DIR})
+endfunction()
+
+# The tests, once every target is known (deferred to the end of the top
+# directory's CMakeLists.txt, runtime-only builds included).
+function(fm_fuzz_tests)
+  get_property(targets GLOBAL PROPERTY FM_FUZZ_TARGETS)
+  list(LENGTH targets n)
+  if(n EQUAL 0)
+    return()
+  endif()
+  math(EXPR seconds "${FM_FUZZ_TOTAL_SECONDS} / ${n}")
+  if(seconds GREATER FM_FUZZ_SECONDS)
+    set(seconds ${FM_FUZZ_SECONDS})
+  endif()
+  if(seconds LESS 1)
+    set(seconds 1)
+  endif()
+  message(STATUS "fmc: ${n} fuzz targets, ${seconds} s each in ctest")
+  foreach(name ${targets})
+    get_property(exe GLOBAL PROPERTY FM_FUZZ_${name}_EXE)
+    get_property(corpus GLOBAL PROPERTY FM_FUZZ_${name}_CORPUS)
+    get_property(args GLOBAL PROPERTY FM_FUZZ_${name}_ARGS)
+    get_property(dir GLOBAL PROPERTY FM_FUZZ_${name}_DIR)
+    set(scratch ${dir}/scratch_${name})
+    file(MAKE_DIRECTORY ${scratch})
+    # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons and unpoisons
+    # its slabs in header code, which is instrumented where our files
+    # inline it but not inside the prebuilt libLLVM/libMLIR; in such a
+    # mixed build its manual poisoning is wrong (a use-after-poison in
+    # libMLIR's own memmove, test/fuzz/corpus/fm_dialect/
+    # regression_llvm_poisoning.mlir). fmc itself poisons nothing by hand.
+    add_test(NAME fuzz.${name}
+      COMMAND ${CMAKE_COMMAND} -E env
+              ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0
+              $<TARGET_FILE:${exe}> -max_total_time=${seconds}
+              -print_final_stats=1 ${args} ${scratch} ${corpus}
+      WORKING_DIRECTORY ${dir})
+    # Loading the corpus and the final report come on top of the time.
+    math(EXPR timeout "${seconds} * 2 + 60")
+    set_tests_properties(fuzz.${name} PROPERTIES TIMEOUT ${timeout}
+      LABELS fuzz)
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL fm_fuzz_tests)

@@ -1,0 +1,3 @@
+fm.model @m attributes {family = "llama", hidden_size = 64 : i64, vocab_size = 128 : i64} {
+  fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(0) : f32
+}

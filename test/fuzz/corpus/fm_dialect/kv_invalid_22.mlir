@@ -1,0 +1,9 @@
+// ... that comes before it.
+fm.model @afm7 attributes {family = "afm7", hidden_size = 64 : i64, vocab_size = 128 : i64} {
+  fm.kv_cache @kv layers(41) kv_heads(2) head_dim(16) capacity(64) : f32
+  func.func @prefill(%x: tensor<?x64xf32>, %pos: index, %q: tensor<64x64xf32>, %o: tensor<64x64xf32>, %qkv: tensor<128x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "prefill"} {
+    %a37 = fm.attention %x at %pos q(%q : tensor<64x64xf32>) o(%o : tensor<64x64xf32>) reuse cache @kv [40] {layer = 37 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x64xf32> -> tensor<?x64xf32>
+    %a = fm.attention %a37 at %pos qkv(%qkv : tensor<128x64xf32>) o(%o : tensor<64x64xf32>) cache @kv [40] {layer = 40 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x64xf32> -> tensor<?x64xf32>
+    return %a : tensor<?x64xf32>
+  }
+}

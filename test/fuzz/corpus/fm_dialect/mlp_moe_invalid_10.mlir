@@ -1,0 +1,5 @@
+// ODS: the activation is an #fm<activation ...> and required.
+func.func @mlp_activation_string(%x: tensor<?x32xf32>, %u: tensor<48x32xf32>, %d: tensor<32x48xf32>) -> tensor<?x32xf32> {
+  %y = fm.mlp %x up(%u : tensor<48x32xf32>) down(%d : tensor<32x48xf32>) {layer = 0 : i64, activation = "gelu"} : tensor<?x32xf32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}

@@ -1,0 +1,4 @@
+func.func @moe_no_experts(%x: tensor<?x32xf32>, %r: tensor<2x32xf32>, %g: tensor<16x32xf32>, %d: tensor<32x16xf32>) -> tensor<?x32xf32> {
+  %y = fm.moe %x router(%r : tensor<2x32xf32>) gate(%g, %g : tensor<16x32xf32>, tensor<16x32xf32>) up(%g, %g : tensor<16x32xf32>, tensor<16x32xf32>) down(%d, %d : tensor<32x16xf32>, tensor<32x16xf32>) {layer = 1 : i64, num_experts = 0 : i64, top_k = 1 : i64} : tensor<?x32xf32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}

@@ -1,0 +1,3 @@
+// ODS: the body is exactly one block ...
+"fm.model"() <{sym_name = "tiny", family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64}> ({
+}) : () -> ()

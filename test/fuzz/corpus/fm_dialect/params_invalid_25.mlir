@@ -1,0 +1,4 @@
+func.func @memref_param() {
+  %w = "fm.param"() <{key = "w"}> : () -> memref<64xf32>
+  return
+}

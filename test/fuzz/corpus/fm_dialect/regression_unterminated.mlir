@@ -1,0 +1,1 @@
+fmk.fmk.matmul

@@ -1,0 +1,9 @@
+// Bug 1: "getCacheSlot() < 0" is always false (uint64_t); slot -1 is still rejected by the upper bound, but the
+// message reads "slot 18446744073709551615 of @kv".
+fm.model @m attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
+  fm.kv_cache @kv layers(2) kv_heads(2) head_dim(16) capacity(64) : f32
+  func.func @prefill(%x: tensor<?x64xf32>, %pos: index, %qkv: tensor<128x64xf32>, %o: tensor<64x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "prefill"} {
+    %a = fm.attention %x at %pos qkv(%qkv : tensor<128x64xf32>) o(%o : tensor<64x64xf32>) cache @kv [-1] {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x64xf32> -> tensor<?x64xf32>
+    return %a : tensor<?x64xf32>
+  }
+}

@@ -1,0 +1,32 @@
+// Two blocks in sequence: each track keeps its cache across blocks (block 1 writes the next slots), and
+// inside a track a later layer may reuse the slot of an earlier layer of the same track.
+fm.model @two_blocks attributes {family = "pt_moe", vocab_size = 64 : i64, hidden_size = 32 : i64} {
+  fm.kv_cache @kv_t0 layers(2) kv_heads(1) head_dim(16) capacity(32) : f32
+  fm.kv_cache @kv_t1 layers(2) kv_heads(1) head_dim(16) capacity(32) : f32
+  func.func @prefill(%x: tensor<?x32xf32>, %pos: index) -> tensor<?x32xf32> attributes {fm.phase = "prefill"} {
+    %qkv = fm.param "qkv" : tensor<64x32xf32>
+    %q = fm.param "q" : tensor<32x32xf32>
+    %o = fm.param "o" : tensor<32x32xf32>
+    %y = fm.track_block %x {block = 0 : i64, depth = 1 : i64, combine = #fm<combine mean>} : tensor<?x32xf32>
+      track (%t: tensor<?x32xf32>) {
+        %a = fm.attention %t at %pos qkv(%qkv : tensor<64x32xf32>) o(%o : tensor<32x32xf32>) cache @kv_t0 [0] {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        fm.yield %a : tensor<?x32xf32>
+      }
+      track (%t: tensor<?x32xf32>) {
+        %a = fm.attention %t at %pos qkv(%qkv : tensor<64x32xf32>) o(%o : tensor<32x32xf32>) cache @kv_t1 [0] {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        fm.yield %a : tensor<?x32xf32>
+      }
+    %z = fm.track_block %y {block = 1 : i64, depth = 2 : i64, combine = #fm<combine mean>} : tensor<?x32xf32>
+      track (%t: tensor<?x32xf32>) {
+        %a = fm.attention %t at %pos qkv(%qkv : tensor<64x32xf32>) o(%o : tensor<32x32xf32>) cache @kv_t0 [1] {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        %b = fm.attention %a at %pos q(%q : tensor<32x32xf32>) o(%o : tensor<32x32xf32>) reuse cache @kv_t0 [1] {layer = 2 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        fm.yield %b : tensor<?x32xf32>
+      }
+      track (%t: tensor<?x32xf32>) {
+        %a = fm.attention %t at %pos qkv(%qkv : tensor<64x32xf32>) o(%o : tensor<32x32xf32>) cache @kv_t1 [1] {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        %b = fm.attention %a at %pos q(%q : tensor<32x32xf32>) o(%o : tensor<32x32xf32>) reuse cache @kv_t1 [1] {layer = 2 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, scale = 0.25 : f64, rope = #fm<rope none>, kind = #fm<attention global>} : tensor<?x32xf32> -> tensor<?x32xf32>
+        fm.yield %b : tensor<?x32xf32>
+      }
+    return %z : tensor<?x32xf32>
+  }
+}

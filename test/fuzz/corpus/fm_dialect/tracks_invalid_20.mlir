@@ -1,0 +1,9 @@
+func.func @track_two_blocks(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %y = "fm.track_block"(%x) <{block = 0 : i64, depth = 1 : i64, combine = #fm<combine sum>}> ({
+  ^bb0(%t: tensor<?x32xf32>):
+    "fm.yield"(%t) : (tensor<?x32xf32>) -> ()
+  ^bb1:
+    "fm.yield"(%x) : (tensor<?x32xf32>) -> ()
+  }) : (tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}

@@ -1,0 +1,5 @@
+func.func @layer_norm_bias(%x: tensor<65x32xf32>, %w: tensor<32xf32>) -> tensor<65x32xf32> {
+  %b = fm.param "vision.blocks.0.norm1.bias" : tensor<64xf32>
+  %n = fm.layer_norm %x, %w, %b {eps = 1.0e-06 : f64} : tensor<65x32xf32>, tensor<32xf32>, tensor<64xf32> -> tensor<65x32xf32>
+  return %n : tensor<65x32xf32>
+}

@@ -1,0 +1,5 @@
+// Each grid side must be a multiple of the window, not only their product.
+func.func @vit_window_not_tiling_rect(%x: tensor<49x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<49x32xf32> {
+  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention window>, window = 4 : i64, grid = array<i64: 6, 8>, num_registers = 1 : i64} : tensor<49x32xf32> -> tensor<49x32xf32>
+  return %a : tensor<49x32xf32>
+}

@@ -1,0 +1,66 @@
+// GBNF (llama.cpp syntax): what parses, what matches, and errors with line:column.
+#include "fm/grammar.h"
+
+#include <gtest/gtest.h>
+
+namespace fm {
+namespace {
+
+bool full(const Grammar &g, const std::string &s) {
+  GrammarMatcher m(g);
+  return m.acceptBytes(s) == s.size() && m.isAccepting();
+}
+
+// llama.cpp's grammars/arithmetic.gbnf, comments and continuation lines included.
+const char *kArithmetic = R"G(root  ::= (expr "=" ws term "\n")+
+expr  ::= term ([-+*/] term)*
+term  ::= ident | num | "(" ws expr ")" ws
+ident ::= [a-z] [a-z0-9_]* ws
+num   ::= [0-9]+ ws
+ws    ::= [ \t\n]*   # optional whitespace
+)G";
+
+TEST(Gbnf, LlamaCppArithmetic) {
+  auto g = Grammar::fromGbnf(kArithmetic);
+  ASSERT_TRUE(g) << g.message();
+  EXPECT_TRUE(full(*g, "1+2=3\n"));
+  EXPECT_TRUE(full(*g, "(a_1 *2)=x\nb=4\n"));
+  EXPECT_FALSE(full(*g, "1+=3\n"));
+  EXPECT_FALSE(full(*g, "1+2=3"));
+}
+
+TEST(Gbnf, EscapesClassesAnyAndRepetition) {
+  auto g = Grammar::fromGbnf(
+      "root ::= \"\\x41\\u00e9\\t\" [^\\n\"]{2,3} . (\n  \"a\" |\n  \"b\"\n)? [\\u4e00-\\u9fff]\n");
+  ASSERT_TRUE(g) << g.message();
+  EXPECT_TRUE(full(*g, "A\u00e9\txyz\u00e9a\u4e2d"));
+  EXPECT_TRUE(full(*g, "A\u00e9\txy!\u4e2d"));
+  EXPECT_FALSE(full(*g, "A\u00e9\tx\n!\u4e2d"));
+  EXPECT_FALSE(full(*g, "A\u00e9\txyzw!\u4e2d"));
+}
+
+TEST(Gbnf, ErrorsNameLineAndColumn) {
+  struct Case {
+    const char *text, *message;
+  } cases[] = {
+      {"root ::= foo\n", "1:10: undefined rule 'foo'"},
+      {"root ::= \"a\"\nx = \"b\"\n", "2:3: expected '::=' after rule name 'x'"},
+      {"root ::= \"abc\n", "1:10: unterminated literal"},
+      {"root ::= \"\\q\"\n", "1:11: unknown escape \\q"},
+      {"root ::= [ab\n", "1:10: unterminated character class"},
+      {"root ::= (\"a\"\n", "1:10: expected ')' to close this group"},
+      {"root ::= * \"a\"\n", "1:10: nothing before '*' to repeat"},
+      {"root ::= <think>\n", "1:10: token references <...> are not supported"},
+      {"x ::= \"a\"\n", "no 'root' rule"},
+      {"root ::= \"a\"\nroot ::= \"b\"\n", "2:1: rule 'root' is defined twice"},
+      {"root ::= \"a\"{3,1}\n", "1:13: repetition {m,n} with n < m"},
+  };
+  for (const Case &c : cases) {
+    auto g = Grammar::fromGbnf(c.text);
+    ASSERT_FALSE(g) << c.text;
+    EXPECT_NE(g.message().find(c.message), std::string::npos) << c.text << " -> " << g.message();
+  }
+}
+
+} // namespace
+} // namespace fm
