@@ -10,7 +10,8 @@ the tokenizer's. What is checked, and against what:
   - fmc compile reports the tokenizer and fmc inspect shows it, with the EOS
     id that @lenml/tokenizers (a JavaScript port of Hugging Face's, under
     node) finds for the config's eos_token;
-  - prompt mode: the ids fm-run --prompt fed (--stats prompt_ids) are the
+  - prompt mode: fmc compile refuses a truncated tokenizer.json and an
+    eos_token that is no token, naming the file; the ids fm-run --prompt fed (--stats prompt_ids) are the
     oracle's encode(text, add_special_tokens=True); the text it streamed is
     the oracle's decode of the ids it generated; those ids are the numpy
     reference's (test/reference/fm_reference.py) greedy argmax and what
@@ -120,6 +121,26 @@ def check_artifact(tool, fmb, report, tokjson, eos_id, vocab):
           "the embedded tokenizer's EOS is the oracle's (%s)" % eos_id, json.dumps(info)[:300])
     check(info["vocab_size"] <= vocab, "the tokenizer's ids fit the model (%d <= %d)" % (
         info["vocab_size"], vocab))
+
+
+def bad_tokenizers(tool, model, work, tokdir):
+    """fmc compile refuses a broken tokenizer, naming the file and field."""
+    os.makedirs(work, exist_ok=True)
+    def refused(files, want):
+        d = os.path.join(work, "bad_%d" % len(os.listdir(work)))
+        os.makedirs(d)
+        for name, text in files.items():
+            open(os.path.join(d, name), "w", encoding="utf-8").write(text)
+        p = subprocess.run([tool("fmc"), "compile", model, "-o", os.path.join(d, "m.fmb"),
+                            "--tokenizer", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode != 0 and all(w.replace("DIR", d) in err for w in want),
+              "fmc compile refuses it: %s" % " ... ".join(want), err.strip()[-300:])
+    tok = open(os.path.join(tokdir, "tokenizer.json"), encoding="utf-8").read()
+    cfg = json.load(open(os.path.join(tokdir, "tokenizer_config.json"), encoding="utf-8"))
+    refused({"tokenizer.json": tok[:1000]}, ["DIR/tokenizer.json"])
+    refused({"tokenizer.json": tok, "tokenizer_config.json": json.dumps(dict(cfg, eos_token="<nope>"))},
+            ["DIR/tokenizer_config.json", "eos_token '<nope>' is not a token"])
 
 
 def prompt_mode(tool, model, fmb, oracle, work, eos_id):
@@ -269,6 +290,7 @@ def main():
     report = compile_model(tool, model, fmb)
     check_artifact(tool, fmb, report, os.path.join(model, "tokenizer.json"), eos_id, vocab)
     if args.mode == "prompt":
+        bad_tokenizers(tool, model, os.path.join(args.work, "bad"), tokdir)
         prompt_mode(tool, model, fmb, oracle, args.work, eos_id)
     else:
         chat_mode(tool, model, fmb, oracle, args.work, tokdir)
