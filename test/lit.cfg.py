@@ -24,6 +24,10 @@ import shutil
 if shutil.which("llvm-objdump", path=config.environment["PATH"]):
     config.available_features.add("fm-objdump")
 
+# The text tests' tokenizer oracle (@lenml/tokenizers) runs under node.
+if shutil.which("node"):
+    config.available_features.add("node")
+
 if getattr(config, "fm_have_mpi", 0):
     config.available_features.add("mpi")
     # Open MPI refuses root without these; CI runs as root.

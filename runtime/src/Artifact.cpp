@@ -30,7 +30,10 @@
 //     of one track writes a buffer that another track uses, and no two
 //     tracks use one cache slot, unless the two tracks run on different
 //     ranks (so never in one process);
-//   - an executable exists when any program dispatches.
+//   - an executable exists when any program dispatches;
+//   - an embedded tokenizer has a tokenizer.json and stop ids below
+//     vocab_size (its contents are parsed when asked for:
+//     ArtifactTokenizer.cpp).
 #include "fm/artifact.h"
 
 #include "commands/Command.h"
@@ -993,6 +996,7 @@ Status ArtifactFile::verify(const Options &options) {
   if (hasDispatch_ && root_->executables()->size() == 0)
     return Status::error(n + ": the programs dispatch generated code but the "
                              "artifact has no executable");
+  FM_RETURN_IF_ERROR(verifyTokenizer());
 
   if (options.checkWeightsDigest) {
     const format::Digest actual = format::digest(data_, dataSize_);

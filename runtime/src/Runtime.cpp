@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <initializer_list>
+#include <mutex>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -43,6 +44,10 @@ struct Model::Impl {
   int64_t ranks = 1, numTracks = 0, numTrackBlocks = 0;
   std::vector<ProgramInfo> programs;
   std::vector<CacheInfo> caches;
+  // The embedded tokenizer, parsed on first use.
+  std::vector<int32_t> stopIds;
+  std::mutex tokenizerMutex;
+  std::unique_ptr<Expected<Tokenizer>> tokenizer;
   std::string signedBy;
   uint64_t sessionBytes = 0, copiedWeights = 0;
 };
@@ -272,6 +277,7 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
       info.collectives += c->op_type() == fa::Op::AllReduce;
     impl->programs.push_back(std::move(info));
   }
+  impl->stopIds = a.stopIds();
   return make(std::move(impl));
 }
 
@@ -347,6 +353,17 @@ bool Model::executableLoaded() const { return impl_->executable != nullptr; }
 int64_t Model::ranks() const { return impl_->ranks; }
 int64_t Model::numTracks() const { return impl_->numTracks; }
 int64_t Model::numTrackBlocks() const { return impl_->numTrackBlocks; }
+bool Model::hasTokenizer() const { return impl_->artifact->hasTokenizer(); }
+const std::vector<int32_t> &Model::stopIds() const { return impl_->stopIds; }
+
+Expected<Tokenizer> Model::tokenizer() const {
+  std::lock_guard<std::mutex> lock(impl_->tokenizerMutex);
+  if (!impl_->tokenizer)
+    impl_->tokenizer =
+        std::make_unique<Expected<Tokenizer>>(impl_->artifact->tokenizer());
+  return *impl_->tokenizer;
+}
+
 const std::string &Model::signedBy() const { return impl_->signedBy; }
 uint64_t Model::sessionBytes() const { return impl_->sessionBytes; }
 uint64_t Model::copiedWeightBytes() const { return impl_->copiedWeights; }
@@ -389,6 +406,7 @@ struct Session::Impl {
   std::vector<AdapterUse> adapters;
   std::unique_ptr<rt::LoraTable> lora;
   int64_t position = 0;
+  std::vector<int32_t> context; // the tokens at positions 0 .. position - 1
   std::vector<float> allLogits;
   int64_t decodeTokens = 0, decodeCollectives = 0;
 
@@ -454,6 +472,9 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
       impl_->status = exec.status();
     else
       impl_->exec = std::move(*exec);
+    if (impl_->exec)
+      impl_->context.reserve(static_cast<size_t>(
+          std::min<int64_t>(impl_->exec->capacity(), int64_t(1) << 20)));
     if (impl_->exec && !options.adapters.empty())
       impl_->status = setAdapters(options.adapters);
   } catch (const std::exception &e) {
@@ -473,6 +494,22 @@ Status Session::reset() {
   if (!impl_->status)
     return impl_->status;
   impl_->position = 0;
+  impl_->context.clear();
+  return Status::ok();
+}
+
+const std::vector<int32_t> &Session::tokens() const { return impl_->context; }
+
+Status Session::keepPrefix(int64_t n) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  if (n < 0 || n > s.position)
+    return Status::error(s.prefix() + "keepPrefix(" + std::to_string(n) +
+                         "): the context has " + std::to_string(s.position) +
+                         " tokens");
+  s.position = n;
+  s.context.resize(static_cast<size_t>(n));
   return Status::ok();
 }
 
@@ -517,6 +554,7 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
     const int64_t rows = std::min(rowsPerCall, n - off);
     FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position));
     s.position += rows;
+    s.context.insert(s.context.end(), tokens + off, tokens + off + rows);
     if (allLogits)
       for (int64_t r = 0; r < rows; ++r) {
         auto row = e.logitsRow(program, lastOnly ? 0 : r);
@@ -555,6 +593,7 @@ Expected<const float *> Session::decode(int32_t token) {
   const int64_t before = s.exec->collectiveStats().allReduces;
   FM_RETURN_IF_ERROR(s.exec->run(program, &token, 1, s.position));
   s.position += 1;
+  s.context.push_back(token);
   s.decodeTokens += 1;
   s.decodeCollectives += s.exec->collectiveStats().allReduces - before;
   return s.exec->logitsRow(program, 0);

@@ -15,9 +15,10 @@ writeArtifact(mlir::ModuleOp module,
               const std::vector<target::SerializedExecutable> &executables,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress,
+              const TokenizerFiles *tokenizer,
               const TrailerMaker &trailer) {
   const WeightPlan plan = planWeights(module);
-  auto program = serializeProgram(module, plan, executables);
+  auto program = serializeProgram(module, plan, executables, tokenizer);
   if (!program)
     return program.takeError();
   auto file = AtomicFile::create(path);

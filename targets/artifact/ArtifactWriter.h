@@ -7,6 +7,7 @@
 
 #include "import/weights/WeightSource.h"
 #include "targets/Target.h"
+#include "targets/artifact/TokenizerFiles.h"
 #include "targets/artifact/WeightStreamer.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -45,13 +46,15 @@ using TrailerMaker = std::function<llvm::Expected<std::vector<uint8_t>>(
 /// Writes `module` (after fm-plan-memory) with `executables` to `path`,
 /// atomically (a temporary file renamed at the end). Weights are read from
 /// `weights` and streamed to the file one tensor at a time, stored as their
-/// fm.param attributes say (f32, f16, or packed). `trailer` (optional) adds
-/// its bytes after the data section before the file appears.
+/// fm.param attributes say (f32, f16, or packed). `tokenizer` (may be null)
+/// is embedded as it is. `trailer` (optional) adds its bytes after the data
+/// section before the file appears.
 llvm::Expected<ArtifactSummary>
 writeArtifact(mlir::ModuleOp module,
               const std::vector<target::SerializedExecutable> &executables,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress = {},
+              const TokenizerFiles *tokenizer = nullptr,
               const TrailerMaker &trailer = {});
 
 } // namespace fm::writer

@@ -72,8 +72,10 @@ struct Placement {
 class Serializer {
 public:
   Serializer(ModuleOp module, const WeightPlan &plan,
-             const std::vector<target::SerializedExecutable> &executables)
-      : module_(module), plan_(plan), executables_(executables) {}
+             const std::vector<target::SerializedExecutable> &executables,
+             const TokenizerFiles *tokenizer)
+      : module_(module), plan_(plan), executables_(executables),
+        tokenizer_(tokenizer) {}
 
   llvm::Expected<SerializedProgram> run();
 
@@ -101,6 +103,7 @@ private:
   ModuleOp module_;
   const WeightPlan &plan_;
   const std::vector<target::SerializedExecutable> &executables_;
+  const TokenizerFiles *tokenizer_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   mlir::fm::ModelOp model_;
   llvm::StringMap<uint32_t> cacheIdx_, kernelIdx_;
@@ -369,6 +372,13 @@ llvm::Expected<SerializedProgram> Serializer::run() {
         fbb.CreateString(e.triple), fbb.CreateString(e.cpu),
         fbb.CreateVector(e.data), fbb.CreateVector(fns)));
   }
+  flatbuffers::Offset<fa::TokenizerFiles> tokenizer;
+  if (tokenizer_)
+    tokenizer = fa::CreateTokenizerFiles(
+        fbb, fbb.CreateString(tokenizer_->tokenizerJson),
+        fbb.CreateString(tokenizer_->configJson),
+        fbb.CreateString(tokenizer_->source),
+        fbb.CreateVector(tokenizer_->stopIds));
   fbb.ForceDefaults(true); // schema_version and the digests are always stored
   const fa::Digest zero;
   auto root = fa::CreateArtifact(
@@ -379,7 +389,7 @@ llvm::Expected<SerializedProgram> Serializer::run() {
       fbb.CreateVector(wtab), plan_.dataSize, &zero, &zero,
       fbb.CreateVector(caches), fbb.CreateVector(programs),
       fbb.CreateVector(exes), out_.ranks, out_.numTracks, out_.numTrackBlocks,
-      &zero);
+      &zero, tokenizer);
   fbb.FinishSizePrefixed(root, format::kFileIdentifier);
 
   out_.head.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
@@ -398,8 +408,9 @@ llvm::Expected<SerializedProgram> Serializer::run() {
 
 llvm::Expected<SerializedProgram>
 serializeProgram(ModuleOp module, const WeightPlan &plan,
-                 const std::vector<target::SerializedExecutable> &executables) {
-  return Serializer(module, plan, executables).run();
+                 const std::vector<target::SerializedExecutable> &executables,
+                 const TokenizerFiles *tokenizer) {
+  return Serializer(module, plan, executables, tokenizer).run();
 }
 
 } // namespace fm::writer

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "targets/Target.h"
+#include "targets/artifact/TokenizerFiles.h"
 #include "targets/artifact/WeightStreamer.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -33,9 +34,10 @@ struct SerializedProgram {
 
 /// `module` after fm-plan-memory; `executables` in target order, each with
 /// one entry per distinct kernel of `module` (target::kernelNames), the
-/// same names for every target.
+/// same names for every target. `tokenizer` (may be null) is embedded.
 llvm::Expected<SerializedProgram>
 serializeProgram(mlir::ModuleOp module, const WeightPlan &plan,
-                 const std::vector<target::SerializedExecutable> &executables);
+                 const std::vector<target::SerializedExecutable> &executables,
+                 const TokenizerFiles *tokenizer = nullptr);
 
 } // namespace fm::writer

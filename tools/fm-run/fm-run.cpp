@@ -1,13 +1,17 @@
 // fm-run: runs a compiled .fmb model on token ids: generates, scores
 // (teacher-forced logits of every position) and reports speed, on the device
-// it picks or is told (--device). Started by mpirun, it runs a model
+// it picks or is told (--device); with text (--prompt, --chat: TextRun.h)
+// through the artifact's tokenizer. Started by mpirun, it runs a model
 // partitioned over ranks as one process per rank; rank 0 samples, prints
 // and writes files.
+#include "TextRun.h"
+
 #include "fm/minisign.h"
 #include "fm/adapter.h"
 #include "fm/npy.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
+#include "fm/tokenizer.h"
 
 #include <CLI/CLI.hpp>
 
@@ -91,30 +95,19 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// Ids separated by spaces, commas or newlines, as fm-tokenize prints them.
 bool parseTokens(const std::string &text, std::vector<int32_t> *out,
                  std::string *error) {
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t comma = text.find(',', i);
-    if (comma == std::string::npos)
-      comma = text.size();
-    std::string item = text.substr(i, comma - i);
-    // Spaces around ids are fine ("1, 2, 3").
-    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
-    char *end = nullptr;
-    errno = 0;
-    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN ||
-        v > INT32_MAX) {
-      *error = "--tokens: '" + item +
-               "' is not a token id (expected "
-               "comma-separated integers like 1,17,42)";
-      return false;
-    }
-    out->push_back(static_cast<int32_t>(v));
-    i = comma + 1;
+  auto ids = fm::parseTokenIds(text, "--tokens");
+  if (!ids) {
+    *error = "--tokens: " + ids.message();
+    return false;
   }
+  if (ids->empty()) {
+    *error = "--tokens: no token ids in '" + text + "'";
+    return false;
+  }
+  *out = std::move(*ids);
   return true;
 }
 
@@ -202,7 +195,8 @@ int run(const Args &args, fm::Communicator *comm) {
   std::string error = [&]() -> std::string {
     std::string e;
     if (args.tokens.empty())
-      return "--tokens is required (comma-separated token ids)";
+      return "--tokens (token ids), --prompt/--prompt-file or --chat (text) "
+             "is required";
     if (!parseTokens(args.tokens, &tokens, &e))
       return e;
     if (args.score && args.logitsOut.empty())
@@ -404,14 +398,38 @@ int run(const Args &args, fm::Communicator *comm) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"fm-run: run a compiled .fmb model on token ids"};
+  CLI::App app{"fm-run: run a compiled .fmb model on token ids or text"};
   Args args;
+  fmrun::TextArgs text;
   app.add_option("model", args.model, "the .fmb artifact");
   app.add_option("--tokens", args.tokens,
-                 "prompt token ids, comma-separated (1,17,42)");
-  app.add_option("--max-new-tokens", args.maxNewTokens, "tokens to generate")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(16);
+                 "prompt token ids, separated by spaces, commas or newlines "
+                 "(1,17,42)");
+  app.add_option("--prompt", text.prompt,
+                 "prompt text: encoded with the artifact's tokenizer (BOS "
+                 "added as the tokenizer does), the generated text streams "
+                 "to stdout");
+  app.add_option("--prompt-file", text.promptFile, "the prompt text from a file");
+  app.add_flag("--chat", text.chat,
+               "chat: each stdin line is a user turn, rendered with the "
+               "checkpoint's chat template; replies stream to stdout");
+  app.add_option("--system", text.system, "--chat: a system message first");
+  app.add_option("--chat-file", text.chatFile,
+                 "--chat: the user turns from a file, separated by lines "
+                 "holding only ---");
+  app.add_option("--stop", text.stop,
+                 "text modes: stop when the text reaches this string (not "
+                 "printed); repeatable")
+      ->expected(1)
+      ->take_all();
+  app.add_flag("--no-special-tokens", text.noSpecialTokens,
+               "--prompt: do not add the tokenizer's BOS/EOS to the prompt");
+  auto *maxNew =
+      app.add_option("--max-new-tokens", args.maxNewTokens,
+                     "tokens to generate (default 16 with --tokens, 256 with "
+                     "text)")
+          ->check(CLI::NonNegativeNumber)
+          ->default_val(16);
   app.add_option("--threads", args.threads,
                  "kernel threads per process (default: one per core, shared "
                  "by the ranks of an mpirun on one machine)")
@@ -430,7 +448,9 @@ int main(int argc, char **argv) {
                "print one JSON line of load time, speed, peak RSS, threads, "
                "ranks and collectives (AllReduce per decode step, total ms), "
                "and the anonymous memory (RssAnon) beside what the session "
-               "allocated and the device copied");
+               "allocated and the device copied; text modes: on stderr, "
+               "--chat one line per turn (tokens reused from the KV cache "
+               "and prefilled)");
   app.add_flag("--score", args.score,
                "teacher forcing: logits of every position of --tokens "
                "(with --logits-out), no generation");
@@ -511,7 +531,32 @@ int main(int argc, char **argv) {
                   " ranks, but this fm-run was built without MPI");
     }
   }
-  int rc = run(args, comm.get());
+  int rc;
+  if (fmrun::isTextMode(text)) {
+    if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
+      return fail("--tokens, --score and --logits-out work on token ids, not "
+                  "with --prompt or --chat");
+    text.model = args.model;
+    text.device = args.device;
+    text.activations = args.activations;
+    text.threads = args.threads;
+    text.verifyHash = args.verifyHash;
+    text.trustedKeys = args.trustedKeys;
+    text.maxMemory = args.maxMemory;
+    text.stats = args.stats;
+    text.maxNewTokens = maxNew->count() ? args.maxNewTokens : 256;
+    text.prefillChunk = args.prefillChunk;
+    text.temperature = args.temperature;
+    text.topK = args.topK;
+    text.topP = args.topP;
+    text.seed = args.seed;
+    rc = fmrun::runText(text, comm.get());
+  } else {
+    if (!text.stop.empty() || text.noSpecialTokens || !text.system.empty())
+      return fail("--stop, --no-special-tokens and --system are for --prompt "
+                  "and --chat");
+    rc = run(args, comm.get());
+  }
   comm.reset(); // MPI_Finalize
   return rc;
 }

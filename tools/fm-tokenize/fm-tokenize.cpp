@@ -1,13 +1,15 @@
 // fm-tokenize: encodes all of stdin (one UTF-8 text) to ids with a Hugging
-// Face tokenizer.json and prints them separated by spaces; --decode reads ids
-// (separated by spaces, commas or newlines) and writes the exact text.
+// Face tokenizer.json (or the one an .fmb artifact embeds) and prints them
+// separated by spaces; --decode reads ids (separated by spaces, commas or
+// newlines) and writes the exact text.
+#include "fm/artifact.h"
+#include "fm/format.h"
 #include "fm/tokenizer.h"
 
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -29,34 +31,25 @@ std::string readStdin() {
   return all;
 }
 
-/// Ids separated by spaces, tabs, commas or newlines.
-bool parseIds(const std::string &text, std::vector<fm::TokenId> *ids,
-              std::string *error) {
-  size_t i = 0;
-  auto isSep = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',';
-  };
-  while (i < text.size()) {
-    if (isSep(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && !isSep(text[j]))
-      ++j;
-    std::string word = text.substr(i, j - i);
-    char *end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(word.c_str(), &end, 10);
-    if (word.empty() || *end != '\0' || errno || v < 0 || v > INT32_MAX) {
-      *error = "'" + word + "' (byte " + std::to_string(i) +
-               " of stdin) is not a token id";
-      return false;
-    }
-    ids->push_back(static_cast<fm::TokenId>(v));
-    i = j;
-  }
-  return true;
+/// Whether `path` is an fmc artifact (a size-prefixed FlatBuffer whose
+/// identifier, at byte 8, is "FMB1").
+bool isArtifact(const std::string &path) {
+  char head[12];
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  const bool full = std::fread(head, 1, sizeof head, f) == sizeof head;
+  std::fclose(f);
+  return full && std::memcmp(head + 8, fm::format::kFileIdentifier, 4) == 0;
+}
+
+fm::Expected<fm::Tokenizer> openTokenizer(const std::string &path) {
+  if (!isArtifact(path))
+    return fm::Tokenizer::open(path);
+  auto artifact = fm::ArtifactFile::open(path, fm::ArtifactFile::Options{});
+  if (!artifact)
+    return artifact.status();
+  return (*artifact)->tokenizer();
 }
 
 } // namespace
@@ -67,8 +60,9 @@ int main(int argc, char **argv) {
   std::string path;
   bool decode = false, addSpecial = false;
   app.add_option("path", path,
-                 "tokenizer.json, or a directory with tokenizer.json "
-                 "(+ tokenizer_config.json)")
+                 "tokenizer.json, a directory with tokenizer.json "
+                 "(+ tokenizer_config.json), or an .fmb artifact (its "
+                 "embedded tokenizer)")
       ->required();
   app.add_flag("--decode", decode,
                "read ids (spaces, commas or newlines) and write the text");
@@ -76,17 +70,17 @@ int main(int argc, char **argv) {
                "add the post-processor's special tokens (BOS/EOS)");
   CLI11_PARSE(app, argc, argv);
 
-  fm::Expected<fm::Tokenizer> tokenizer = fm::Tokenizer::open(path);
+  fm::Expected<fm::Tokenizer> tokenizer = openTokenizer(path);
   if (!tokenizer)
     return fail(tokenizer.message());
   std::string input = readStdin();
 
   if (decode) {
-    std::vector<fm::TokenId> ids;
-    std::string error;
-    if (!parseIds(input, &ids, &error))
-      return fail(error);
-    fm::Expected<std::string> text = tokenizer->decode(ids);
+    fm::Expected<std::vector<fm::TokenId>> ids =
+        fm::parseTokenIds(input, "stdin");
+    if (!ids)
+      return fail(ids.message());
+    fm::Expected<std::string> text = tokenizer->decode(*ids);
     if (!text)
       return fail(text.message());
     std::fwrite(text->data(), 1, text->size(), stdout);

@@ -32,6 +32,8 @@ struct CompileArgs {
   int64_t ranks = 1;       // MPI ranks the tracks are partitioned over
   bool devicesAlias = false; // given as the deprecated --devices
   std::string dumpIr;      // write the planned kernel-level IR here
+  std::string tokenizer;   // tokenizer.json (or its directory) to embed; "":
+                           // the one beside the checkpoint, if any
   std::string signKey;     // sign with this minisign secret key file
   /// PEFT adapter directories to merge, "DIR[:scale]" (W + scale·s·B·A).
   std::vector<std::string> mergeAdapters;

@@ -2,6 +2,7 @@
 // target (through the target interface) → .fmb artifact, with a one-screen
 // report and progress on stderr.
 #include "Commands.h"
+#include "TokenizerCheck.h"
 #include "Signing.h"
 
 #include "dialects/fm/IR/FmOps.h"
@@ -141,6 +142,23 @@ int runCompile(const CompileArgs &args) {
   }
   double importMs = msSince(t0);
 
+  // The tokenizer to embed, checked against the model before the long part.
+  std::optional<CheckedTokenizer> tokenizer;
+  {
+    mlir::fm::ModelOp m;
+    for (auto op : module->getOps<mlir::fm::ModelOp>())
+      m = op;
+    if (m) {
+      std::string modelDir = llvm::sys::fs::is_directory(args.input)
+                                 ? args.input
+                                 : m.getWeights().value_or("").str();
+      auto checked = checkTokenizer(args.tokenizer, modelDir, m.getVocabSize());
+      if (!checked)
+        return fail(llvm::toString(checked.takeError()));
+      tokenizer = std::move(*checked);
+    }
+  }
+
   // 2. The fm pass pipeline down to the planned kernel level.
   auto t1 = Clock::now();
   progress("running the fm pipeline (quantize, share-kv, lower, partition, "
@@ -235,7 +253,9 @@ int runCompile(const CompileArgs &args) {
   }
   progress("writing " + args.output);
   auto summary = writer::writeArtifact(*module, executables, source,
-                                       args.output, progress, trailer);
+                                       args.output, progress,
+                                       tokenizer ? &tokenizer->files : nullptr,
+                                       trailer);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
@@ -295,6 +315,9 @@ int runCompile(const CompileArgs &args) {
     phases += llvm::formatv("{0}{1} {2}", phases.empty() ? "" : ", ", phase, n);
   os << llvm::formatv("  kernels       {0} generated; commands: {1}\n",
                       summary->numKernels, phases);
+  os << (tokenizer ? tokenizer->report
+                   : "  tokenizer     none (no tokenizer.json beside the "
+                     "checkpoint: fm-run takes --tokens only)\n");
   if (args.report && !summary->quantErrors.empty()) {
     os << "  quantization error per tensor (relative RMS):\n";
     for (const writer::QuantErrorEntry &e : summary->quantErrors)

@@ -2,6 +2,7 @@
 // command is described by its kind in the runtime (fm::ArtifactFile::
 // describe), so a new command needs nothing here.
 #include "Commands.h"
+#include "InspectTokenizer.h"
 #include "Signing.h"
 
 #include "fm/artifact.h"
@@ -215,6 +216,7 @@ int runInspect(const InspectArgs &args) {
     out["weights_digest"] = format::hex(a.weightsDigest());
     if (a.hasSourceDigest())
       out["source_digest"] = format::hex(a.sourceDigest());
+    out["tokenizer"] = tokenizerJson(a);
     if (root.config_json()) {
       if (auto cfg = llvm::json::parse(root.config_json()->str()))
         out["config"] = std::move(*cfg);
@@ -302,6 +304,7 @@ int runInspect(const InspectArgs &args) {
                       a.hasSourceDigest()
                           ? format::hex(a.sourceDigest()).substr(0, 16)
                           : std::string("none"));
+  os << tokenizerText(a);
   if (int rc = describeSignatures(a, args, os))
     return rc;
   for (const fa::KvCache *c : *root.caches())

@@ -88,6 +88,10 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   compileCmd->add_option("--dump-ir", comp.dumpIr,
                          "also write the planned kernel-level IR here");
+  compileCmd->add_option("--tokenizer", comp.tokenizer,
+                         "embed this tokenizer.json (or the one in this "
+                         "directory; its tokenizer_config.json beside it) "
+                         "instead of the checkpoint's own");
   compileCmd->add_option("--sign", comp.signKey,
                          "sign the artifact's digests with this minisign "
                          "secret key (fmc keygen, minisign -G -W); the "

@@ -10,6 +10,7 @@
 #include "fm/format.h"
 #include "fm/minisign.h"
 #include "fm/status.h"
+#include "fm/tokenizer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -105,11 +106,22 @@ public:
   /// Command `index` of program `program` (both in range).
   CommandText describe(uint32_t program, uint32_t index) const;
 
+  /// Whether `fmc compile` embedded a tokenizer (root().tokenizer()).
+  bool hasTokenizer() const { return root_->tokenizer() != nullptr; }
+  /// The embedded tokenizer, parsed on every call (Model::tokenizer keeps
+  /// one); an error naming the file when there is none or it does not
+  /// parse.
+  Expected<Tokenizer> tokenizer() const;
+  /// The ids that end a generation (TokenizerFiles.stop_ids; empty without
+  /// a tokenizer).
+  std::vector<int32_t> stopIds() const;
+
 private:
   ArtifactFile() = default;
   static Expected<std::unique_ptr<ArtifactFile>>
   finish(std::unique_ptr<ArtifactFile> file, const Options &options);
   Status verify(const Options &options);
+  Status verifyTokenizer() const;
 
   Status readHead();
   Status checkSignature(const Options &options);

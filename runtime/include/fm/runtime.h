@@ -13,12 +13,14 @@
 #include "fm/communicator.h"
 #include "fm/device_info.h"
 #include "fm/status.h"
+#include "fm/tokenizer.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fm {
@@ -164,6 +166,17 @@ public:
   /// this error rather than a SIGBUS where it can.
   Status checkFile(bool weights = false) const;
 
+  /// Whether the artifact carries a tokenizer (fmc compile embeds the
+  /// tokenizer.json + tokenizer_config.json beside the checkpoint).
+  bool hasTokenizer() const;
+  /// The artifact's tokenizer, parsed on the first call and then shared
+  /// (thread-safe); an error naming the file when the artifact has none.
+  Expected<Tokenizer> tokenizer() const;
+  /// Token ids that end a generation (EOS of tokenizer_config.json,
+  /// config.json and generation_config.json, as fmc compile found them);
+  /// empty without a tokenizer.
+  const std::vector<int32_t> &stopIds() const;
+
   struct Impl;
   /// Internal; for Session.
   const Impl &impl() const { return *impl_; }
@@ -228,6 +241,69 @@ struct Logits {
   const float *last() const { return data + (rows - 1) * vocab; }
 };
 
+/// Why a text generation ended.
+enum class StopReason {
+  MaxTokens,   // GenerateOptions::maxNewTokens were generated
+  StopId,      // a stop id (EOS) was sampled
+  StopString,  // the text reached a stop string
+  ContextFull, // the KV cache is full
+  Callback,    // the callback returned false
+};
+/// "max-new-tokens", "stop-id", "stop-string", "context-full", "callback".
+const char *stopReasonName(StopReason reason);
+
+/// Masks (or reshapes) the logits of the next token before it is sampled:
+/// `logits` holds `vocab` floats, `generated` the ids sampled so far.
+using LogitsProcessor = std::function<Status(
+    const std::vector<int32_t> &generated, float *logits, int64_t vocab)>;
+
+/// How Session::generate turns a prompt into text.
+struct GenerateOptions {
+  int64_t maxNewTokens = 256;
+  /// Generation ends when the text reaches one of these; the text handed
+  /// out stops right before it. Empty strings are ignored.
+  std::vector<std::string> stopStrings;
+  /// Generation ends when one of these ids is sampled (its text is not
+  /// handed out); Model::stopIds() are added unless useModelStopIds is off.
+  std::vector<int32_t> stopIds;
+  bool useModelStopIds = true;
+  /// generate(text): add the tokenizer's special tokens (BOS) to the
+  /// prompt, as Hugging Face's tokenizer(text) does by default.
+  bool addSpecialTokens = true;
+  /// Leave special tokens out of the text (HF skip_special_tokens).
+  bool skipSpecialTokens = false;
+  /// Prompt tokens per prefill call (0: the program's max rows).
+  int64_t prefillChunk = 0;
+  /// Called before every token is sampled, with the logits it is sampled
+  /// from (vocab floats, writable: ids past the tokenizer's vocabulary are
+  /// already -infinity) and the ids sampled so far in this generation. Set
+  /// an id's logit to -infinity to forbid it: constrained decoding (a
+  /// grammar's token mask) hooks in here. An error ends the generation with
+  /// that error.
+  LogitsProcessor logitsProcessor;
+};
+
+/// What Session::generate did.
+struct Generation {
+  /// All the text handed to the callback, in one string.
+  std::string text;
+  /// The sampled ids, a stop id that ended it included.
+  std::vector<int32_t> tokens;
+  /// The prompt's ids as encoded (generate(text)) or given (generateText).
+  std::vector<int32_t> prompt;
+  /// Prompt tokens prefilled for it (prompt.size()).
+  int64_t promptTokens = 0;
+  StopReason stop = StopReason::MaxTokens;
+  /// Wall time of the prompt's prefill and of the decode steps.
+  double prefillMs = 0.0, decodeMs = 0.0;
+  int64_t decodeTokens = 0; // decode() calls
+};
+
+/// Called with each piece of generated text as soon as it is whole: never
+/// half a UTF-8 character, never text that may be the start of a stop
+/// string. Return false to stop.
+using TextCallback = std::function<bool(std::string_view text)>;
+
 /// One conversation: KV caches, activations and a thread pool over a
 /// shared Model. Not thread-safe; use one session per thread. Memory is
 /// allocated when the session is built; calls allocate nothing in the
@@ -251,6 +327,14 @@ public:
   Status reset();
   /// Tokens processed so far: the position of the next token.
   int64_t position() const;
+  /// The tokens of the context, in order (position() of them): what the KV
+  /// cache holds.
+  const std::vector<int32_t> &tokens() const;
+  /// Keeps the first `n` tokens of the context and forgets the rest (n <=
+  /// position()): the next token goes to position n, and the cache rows
+  /// from n on are rewritten as tokens come. For a conversation whose next
+  /// prompt shares only a prefix with what was fed (fm/conversation.h).
+  Status keepPrefix(int64_t n);
 
   /// Feeds `n` tokens at position(). With `allLogits`, returns the logits
   /// of every one of them ([n][vocab], teacher forcing); otherwise only of
@@ -302,6 +386,23 @@ public:
                                           int64_t maxNewTokens,
                                           Sampler &sampler,
                                           const TokenCallback &callback = {});
+
+  /// Text in, text out with the model's tokenizer (Model::tokenizer):
+  /// encodes `prompt`, prefills it at position(), then samples and decodes
+  /// token by token, handing the text to `callback` as it is produced, until
+  /// a stop id, a stop string, maxNewTokens, a full context or the
+  /// callback ends it. Ids the tokenizer has no token for are never
+  /// sampled. Each token is fed back but the last one sampled, as in the
+  /// token version.
+  Expected<Generation> generate(std::string_view prompt, Sampler &sampler,
+                                const GenerateOptions &options = {},
+                                const TextCallback &callback = {});
+  /// As generate(text), from prompt ids already encoded (a rendered chat);
+  /// options.addSpecialTokens does not apply.
+  Expected<Generation> generateText(const std::vector<int32_t> &prompt,
+                                    Sampler &sampler,
+                                    const GenerateOptions &options = {},
+                                    const TextCallback &callback = {});
 
 private:
   struct Impl;

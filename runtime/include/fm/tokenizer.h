@@ -112,6 +112,13 @@ private:
   std::shared_ptr<const tok::TokenizerImpl> impl_;
 };
 
+/// Token ids written as text: decimal integers separated by spaces, tabs,
+/// commas or newlines ("1 17 42", "1,17,42", one per line), as fm-tokenize
+/// prints them and fm-run --tokens takes them. An error names the item and
+/// its byte offset in `what` ("'x' (byte 4 of stdin) is not a token id").
+Expected<std::vector<TokenId>> parseTokenIds(std::string_view text,
+                                             const std::string &what);
+
 /// Decodes ids one at a time and hands out text as soon as it is whole:
 /// never half a UTF-8 character. For ids whose bytes are valid UTF-8, the
 /// concatenation of everything push() and finish() return equals

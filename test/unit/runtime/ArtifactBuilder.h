@@ -45,6 +45,9 @@ public:
   uint32_t ranks = 1;
   uint32_t numTracks = 0;
   uint32_t numTrackBlocks = 0;
+  /// An embedded tokenizer (TokenizerFiles) when tokenizerJson is set.
+  std::string tokenizerJson, tokenizerConfig;
+  std::vector<int32_t> stopIds;
   /// Block, track and rank of the commands built from now on.
   struct Placement {
     int32_t block = -1, track = -1, rank = -1;
@@ -286,6 +289,11 @@ public:
       weightsDigest[0] ^= 1;
     fa::Digest zero,
         wd(flatbuffers::span<const uint8_t, 32>(weightsDigest.data(), 32));
+    flatbuffers::Offset<fa::TokenizerFiles> tokenizer;
+    if (!tokenizerJson.empty())
+      tokenizer = fa::CreateTokenizerFilesDirect(
+          fbb_, tokenizerJson.c_str(), tokenizerConfig.c_str(),
+          "test/tokenizer.json", &stopIds);
     fbb_.ForceDefaults(true); // schema_version is stored even when default
     std::unique_ptr<fa::Digest> sd;
     if (sourceDigest.size() == 32)
@@ -294,7 +302,7 @@ public:
     auto root = fa::CreateArtifactDirect(
         fbb_, schemaVersion, family.c_str(), "test-model", "{}", vocab, hidden,
         layers, 1234, &weights, dataSize, &zero, &wd, &caches_, &programs_,
-        &executables_, ranks, numTracks, numTrackBlocks, sd.get());
+        &executables_, ranks, numTracks, numTrackBlocks, sd.get(), tokenizer);
     fa::FinishSizePrefixedArtifactBuffer(fbb_, root);
     std::vector<uint8_t> file(fbb_.GetBufferPointer(),
                               fbb_.GetBufferPointer() + fbb_.GetSize());

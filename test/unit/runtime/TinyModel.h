@@ -39,6 +39,9 @@ struct TinyModel {
     bool withPrefill = true;
     bool withPrefillLast = true;
     bool withDecode = true;
+    /// An embedded tokenizer (ArtifactBuilder::tokenizerJson), when set.
+    std::string tokenizerJson, tokenizerConfig;
+    std::vector<int32_t> stopIds;
   };
 
   std::vector<float> embed, wq, wk, wv, wo, lm;
@@ -66,6 +69,9 @@ struct TinyModel {
     ArtifactBuilder b;
     b.vocab = kVocab;
     b.hidden = kHidden;
+    b.tokenizerJson = o.tokenizerJson;
+    b.tokenizerConfig = o.tokenizerConfig;
+    b.stopIds = o.stopIds;
     const uint32_t E = b.addWeight("model.embed_tokens.weight",
                                    {kVocab, kHidden}, embed);
     const uint32_t Q = b.addWeight("model.layers.0.self_attn.q_proj.weight",

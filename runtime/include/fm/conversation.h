@@ -1,0 +1,78 @@
+// fm::Conversation: a chat over a Session, rendered every turn with the
+// model's own chat template (tokenizer_config.json's chat_template), with
+// only the tokens after what the KV cache already holds prefilled.
+#pragma once
+
+#include "fm/chat_template.h"
+#include "fm/runtime.h"
+#include "fm/status.h"
+#include "fm/tokenizer.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fm {
+
+struct ConversationOptions {
+  /// A system message first (empty: none).
+  std::string system;
+  /// More template variables, a JSON object (enable_thinking, tools, ...).
+  std::string extraJson;
+};
+
+/// What one turn did.
+struct ChatTurn {
+  /// The assistant's reply (its text joins the conversation).
+  Generation reply;
+  /// The conversation as rendered and encoded for this turn, the generation
+  /// prompt included.
+  std::vector<int32_t> context;
+  /// context.size().
+  int64_t contextTokens = 0;
+  /// Of those, the ones the KV cache already held: the longest common
+  /// prefix with Session::tokens() (one less when that is all of them, so
+  /// that the last one gives the next token's logits).
+  int64_t reusedTokens = 0;
+  /// Prefilled this turn: contextTokens - reusedTokens.
+  int64_t prefilledTokens = 0;
+};
+
+/// Every turn renders the whole conversation with the template, encodes it
+/// and prefills only what follows the longest common prefix with the
+/// session's context (Session::keepPrefix), so a template that rewrites
+/// earlier turns (Llama 3 trims them, Qwen3 drops earlier thinking) or a
+/// reply whose text encodes differently from the sampled ids stays exact.
+/// The session must outlive the conversation; use one at a time on it.
+class Conversation {
+public:
+  /// Takes the tokenizer and chat template of the session's model; an error
+  /// when the artifact has no tokenizer or no chat template.
+  static Expected<Conversation> start(Session &session,
+                                      const ConversationOptions &options = {});
+
+  /// Adds the user's turn, renders the conversation with the generation
+  /// prompt, prefills what the cache lacks and generates the reply
+  /// (Session::generateText: streamed to `callback`, ended by the model's
+  /// stop ids, `options`' stop strings or maxNewTokens), which joins the
+  /// conversation as the assistant's turn. On an error the conversation is
+  /// as it was before the call.
+  Expected<ChatTurn> say(const std::string &user, Sampler &sampler,
+                         const GenerateOptions &options = {},
+                         const TextCallback &callback = {});
+
+  const std::vector<ChatMessage> &messages() const { return messages_; }
+  /// The conversation as the template renders it now, with the generation
+  /// prompt.
+  Expected<std::string> render() const;
+
+private:
+  Conversation() = default;
+  Session *session_ = nullptr;
+  Tokenizer tokenizer_;
+  ChatTemplate template_;
+  ChatTemplateOptions templateOptions_;
+  std::vector<ChatMessage> messages_;
+};
+
+} // namespace fm

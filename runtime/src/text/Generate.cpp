@@ -1,0 +1,183 @@
+// Session::generate with text: the model's tokenizer on both ends, the
+// streaming decoder, stop ids and stop strings (fm/runtime.h).
+#include "fm/runtime.h"
+
+#include "fm/sampler.h"
+#include "text/StopStrings.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace fm {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+} // namespace
+
+const char *stopReasonName(StopReason reason) {
+  switch (reason) {
+  case StopReason::MaxTokens:
+    return "max-new-tokens";
+  case StopReason::StopId:
+    return "stop-id";
+  case StopReason::StopString:
+    return "stop-string";
+  case StopReason::ContextFull:
+    return "context-full";
+  case StopReason::Callback:
+    return "callback";
+  }
+  return "?";
+}
+
+Expected<Generation> Session::generate(std::string_view prompt, Sampler &sampler,
+                                       const GenerateOptions &options,
+                                       const TextCallback &callback) {
+  if (!status())
+    return status();
+  Expected<Tokenizer> tokenizer = model().tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
+  Expected<std::vector<TokenId>> ids =
+      tokenizer->encode(prompt, options.addSpecialTokens);
+  if (!ids)
+    return ids.status();
+  return generateText(*ids, sampler, options, callback);
+}
+
+Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
+                                           Sampler &sampler,
+                                           const GenerateOptions &options,
+                                           const TextCallback &callback) {
+  if (!status())
+    return status();
+  const Model &m = model();
+  if (prompt.empty())
+    return Status::error(m.name() + ": the prompt is empty (no tokens)");
+  if (options.maxNewTokens < 0)
+    return Status::error(m.name() + ": maxNewTokens is negative");
+  Expected<Tokenizer> tokenizer = m.tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
+  const int64_t vocab = m.vocabSize();
+
+  std::vector<uint8_t> isStop(static_cast<size_t>(vocab), 0);
+  auto addStops = [&](const std::vector<int32_t> &ids) -> Status {
+    for (int32_t id : ids) {
+      if (id < 0 || id >= vocab)
+        return Status::error(m.name() + ": stop id " + std::to_string(id) +
+                             " is out of range (vocab " + std::to_string(vocab) +
+                             ")");
+      isStop[static_cast<size_t>(id)] = 1;
+    }
+    return Status::ok();
+  };
+  FM_RETURN_IF_ERROR(addStops(options.stopIds));
+  if (options.useModelStopIds)
+    FM_RETURN_IF_ERROR(addStops(m.stopIds()));
+  // Ids past the tokenizer's vocabulary (a model's padded embedding) or in
+  // its holes have no text: they are never sampled.
+  std::vector<int32_t> textless;
+  for (int64_t id = 0; id < vocab; ++id)
+    if (!tokenizer->hasId(static_cast<TokenId>(id)))
+      textless.push_back(static_cast<int32_t>(id));
+
+  Generation g;
+  g.prompt = prompt;
+  g.promptTokens = static_cast<int64_t>(prompt.size());
+  auto t0 = std::chrono::steady_clock::now();
+  Expected<Logits> first = prefill(prompt.data(), g.promptTokens,
+                                   /*allLogits=*/false, options.prefillChunk);
+  if (!first)
+    return first.status();
+  g.prefillMs = msSince(t0);
+
+  StreamDecoder decoder(*tokenizer, options.skipSpecialTokens);
+  rt::StopStrings stops(options.stopStrings);
+  bool listening = true; // the callback has not said stop
+  auto emit = [&](const std::string &piece) {
+    if (piece.empty() || !listening)
+      return;
+    g.text += piece;
+    if (callback && !callback(piece))
+      listening = false;
+  };
+
+  const int64_t capacity = m.contextLength();
+  const float *logits = first->last();
+  std::vector<float> masked;
+  for (int64_t i = 0; i < options.maxNewTokens; ++i) {
+    // The logits are the executor's: a copy when they are to be masked.
+    const float *from = logits;
+    if (!textless.empty() || options.logitsProcessor) {
+      masked.assign(logits, logits + vocab);
+      for (int32_t id : textless)
+        masked[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+      if (options.logitsProcessor) {
+        FM_RETURN_IF_ERROR(options.logitsProcessor(g.tokens, masked.data(), vocab));
+        // The sampler needs one id to pick (all -inf would give NaNs).
+        if (std::none_of(masked.begin(), masked.end(), [](float x) {
+              return x > -std::numeric_limits<float>::infinity();
+            }))
+          return Status::error(m.name() + ": the logits processor forbade "
+                                          "every id at generated token " +
+                               std::to_string(g.tokens.size()));
+      }
+      from = masked.data();
+    }
+    Expected<int32_t> sampled = sample(sampler, from);
+    if (!sampled)
+      return sampled.status();
+    const int32_t token = *sampled;
+    g.tokens.push_back(token);
+    if (isStop[static_cast<size_t>(token)]) {
+      g.stop = StopReason::StopId;
+      break;
+    }
+    Expected<std::string> piece = decoder.push(token);
+    if (!piece)
+      return piece.status();
+    emit(stops.push(*piece));
+    if (stops.stopped()) {
+      g.stop = StopReason::StopString;
+      break;
+    }
+    if (!listening) {
+      g.stop = StopReason::Callback;
+      break;
+    }
+    if (i + 1 == options.maxNewTokens) {
+      g.stop = StopReason::MaxTokens;
+      break;
+    }
+    if (capacity > 0 && position() >= capacity) {
+      g.stop = StopReason::ContextFull;
+      break;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    Expected<const float *> next = decode(token);
+    if (!next)
+      return next.status();
+    g.decodeMs += msSince(t1);
+    g.decodeTokens += 1;
+    logits = *next;
+  }
+  if (g.stop != StopReason::StopString && g.stop != StopReason::Callback) {
+    // An unfinished character at the end, and text held back for a stop
+    // string that did not complete.
+    // (What ended the generation stays its reason.)
+    emit(stops.push(decoder.finish()));
+    emit(stops.finish());
+  }
+  return g;
+}
+
+} // namespace fm

@@ -1,0 +1,143 @@
+// fm-run --chat: one user turn per stdin line (or the turns of --chat-file,
+// separated by lines holding only "---"), each reply streamed to stdout; the
+// conversation is rendered with the checkpoint's chat template every turn
+// and only what the KV cache lacks is prefilled (fm::Conversation).
+#include "TextRun.h"
+
+#include "fm/conversation.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace fmrun {
+namespace {
+
+/// The turns of a --chat-file: separated by lines that are exactly "---";
+/// a turn's surrounding newlines are dropped, empty turns skipped.
+bool readTurns(const std::string &path, std::vector<std::string> *turns) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::string line, turn;
+  auto flush = [&] {
+    size_t b = turn.find_first_not_of("\r\n"), e = turn.find_last_not_of("\r\n");
+    if (b != std::string::npos)
+      turns->push_back(turn.substr(b, e - b + 1));
+    turn.clear();
+  };
+  while (std::getline(in, line)) {
+    if (line == "---" || line == "---\r") {
+      flush();
+      continue;
+    }
+    turn += line;
+    turn += '\n';
+  }
+  flush();
+  return !in.bad();
+}
+
+/// "> " before every line of `text`, as a transcript shows a user turn.
+std::string quoted(const std::string &text) {
+  std::string out = "> ";
+  for (char c : text) {
+    out += c;
+    if (c == '\n')
+      out += "> ";
+  }
+  return out + "\n";
+}
+
+} // namespace
+
+int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
+  const bool leader = !comm || comm->rank() == 0;
+  auto abortAll = [&](const std::string &message) {
+    int rc = fail(message);
+    if (comm && comm->size() > 1)
+      comm->abort(rc);
+    return rc;
+  };
+  fm::ConversationOptions options;
+  options.system = args.system;
+  auto conversation = fm::Conversation::start(*loaded.session, options);
+  if (!conversation)
+    return abortAll(conversation.message());
+
+  std::vector<std::string> scripted;
+  const bool fromFile = !args.chatFile.empty();
+  if (fromFile && !readTurns(args.chatFile, &scripted))
+    return abortAll("--chat-file " + args.chatFile + ": cannot read it");
+  const bool terminal = !fromFile && isatty(STDIN_FILENO);
+  size_t next = 0;
+  // The next user turn, or false at the end of the input.
+  auto nextTurn = [&](std::string *turn) {
+    if (fromFile) {
+      if (next == scripted.size())
+        return false;
+      *turn = scripted[next++];
+      return true;
+    }
+    for (;;) {
+      if (terminal)
+        writeOut("> ");
+      if (!std::getline(std::cin, *turn))
+        return false;
+      if (!turn->empty() && turn->back() == '\r')
+        turn->pop_back();
+      if (!turn->empty())
+        return true;
+    }
+  };
+
+  fm::Sampler sampler = makeSampler(args);
+  const fm::GenerateOptions generate = generateOptions(args);
+  std::string user;
+  for (int turnNo = 1; nextTurn(&user); ++turnNo) {
+    if (leader && !terminal)
+      writeOut(quoted(user));
+    auto streamed = [&](std::string_view piece) {
+      if (leader)
+        writeOut(piece);
+      return true;
+    };
+    auto turn = conversation->say(user, sampler, generate, streamed);
+    if (!turn)
+      return abortAll(turn.message());
+    if (leader)
+      writeOut("\n");
+    if (leader && args.stats) {
+      const fm::Generation &g = turn->reply;
+      const double decodeRate =
+          g.decodeMs > 0.0 ? g.decodeTokens * 1000.0 / g.decodeMs : 0.0;
+      std::fprintf(stderr,
+                   "{\"turn\": %d, \"context_tokens\": %lld, "
+                   "\"reused_tokens\": %lld, \"prefilled_tokens\": %lld, "
+                   "\"generated_tokens\": %lld, \"prefill_ms\": %.3f, "
+                   "\"decode_tokens_per_s\": %.3f, \"stop\": \"%s\", "
+                   "\"generated_ids\": %s, \"context_ids\": %s}\n",
+                   turnNo, static_cast<long long>(turn->contextTokens),
+                   static_cast<long long>(turn->reusedTokens),
+                   static_cast<long long>(turn->prefilledTokens),
+                   static_cast<long long>(g.tokens.size()), g.prefillMs,
+                   decodeRate, fm::stopReasonName(g.stop),
+                   idsJson(g.tokens).c_str(), idsJson(turn->context).c_str());
+    }
+  }
+  if (leader && args.stats)
+    std::fprintf(stderr, "{\"load_ms\": %.3f, \"context_tokens\": %lld, "
+                         "\"peak_rss_mb\": %.1f, \"threads\": %d, "
+                         "\"device\": \"%s\"}\n",
+                 loaded.loadMs,
+                 static_cast<long long>(loaded.session->position()),
+                 peakRssMb(), loaded.session->threads(),
+                 loaded.model->device().c_str());
+  return 0;
+}
+
+} // namespace fmrun

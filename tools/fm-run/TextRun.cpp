@@ -1,0 +1,234 @@
+// fm-run --prompt / --prompt-file: the artifact's tokenizer encodes the
+// text, the model generates, and the text streams to stdout as it is
+// produced (TextRun.h).
+#include "TextRun.h"
+
+#include "fm/minisign.h"
+#include "fm/tokenizer.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+namespace fmrun {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "fm-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+double peakRssMb() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0.0;
+#if defined(__APPLE__)
+  return usage.ru_maxrss / (1024.0 * 1024.0);
+#else
+  return usage.ru_maxrss / 1024.0;
+#endif
+}
+
+std::string idsJson(const std::vector<int32_t> &ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+bool writeOut(std::string_view text) {
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
+    return false;
+  return std::fflush(stdout) == 0;
+}
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+fm::SessionOptions::Activations activationsOf(const std::string &name) {
+  if (name == "int8")
+    return fm::SessionOptions::Activations::Int8;
+  if (name == "f32")
+    return fm::SessionOptions::Activations::F32;
+  return fm::SessionOptions::Activations::Int8x2;
+}
+
+int localRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *value = std::getenv(name))
+      if (int n = std::atoi(value); n > 0)
+        return n;
+  return 1;
+}
+
+bool readFile(const std::string &path, std::string *out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+} // namespace
+
+std::string loadForText(const TextArgs &args, fm::Communicator *comm,
+                        Loaded *out) {
+  const int ranks = comm ? comm->size() : 1;
+  auto t0 = std::chrono::steady_clock::now();
+  fm::LoadOptions loadOptions;
+  loadOptions.verifyHash = args.verifyHash;
+  loadOptions.device = args.device;
+  loadOptions.maxMemoryBytes = args.maxMemory;
+  for (const std::string &path : args.trustedKeys) {
+    std::string text;
+    if (!readFile(path, &text))
+      return "--trusted-key: " + path + ": cannot read it";
+    // Checked here too, so that a bad key's message names its file.
+    if (auto key = fm::minisign::parsePublicKey(text, path); !key)
+      return "--trusted-key: " + key.message();
+    loadOptions.trustedKeys.push_back(text);
+  }
+  auto loaded = fm::Model::load(args.model, loadOptions);
+  if (!loaded)
+    return loaded.message();
+  out->model = *loaded;
+  const bool leader = !comm || comm->rank() == 0;
+  if (leader)
+    std::fprintf(stderr, "fm-run: device %s%s: %s\n",
+                 out->model->device().c_str(),
+                 args.device.empty() ? " (default)" : "",
+                 out->model->deviceDescription().c_str());
+  if (leader && !out->model->signedBy().empty())
+    std::fprintf(stderr, "fm-run: signed by trusted key %s\n",
+                 out->model->signedBy().c_str());
+  // Parse the tokenizer now: an artifact without one fails before the
+  // session is built.
+  auto tokenizer = out->model->tokenizer();
+  if (!tokenizer)
+    return tokenizer.message() + "; fm-run --tokens takes ids";
+  fm::SessionOptions sessionOptions;
+  sessionOptions.activations = activationsOf(args.activations);
+  sessionOptions.threads = args.threads;
+  if (args.threads == 0 && ranks > 1)
+    sessionOptions.threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                        std::max(1, localRanks()));
+  sessionOptions.communicator = comm;
+  out->session = std::make_unique<fm::Session>(out->model, sessionOptions);
+  if (!out->session->status())
+    return out->session->status().message();
+  out->loadMs = msSince(t0);
+  return {};
+}
+
+fm::GenerateOptions generateOptions(const TextArgs &args) {
+  fm::GenerateOptions o;
+  o.maxNewTokens = args.maxNewTokens;
+  o.stopStrings = args.stop;
+  o.addSpecialTokens = !args.noSpecialTokens;
+  o.prefillChunk = args.prefillChunk;
+  return o;
+}
+
+fm::Sampler makeSampler(const TextArgs &args) {
+  return fm::Sampler(args.temperature, args.topK, args.topP, args.seed);
+}
+
+namespace {
+
+int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
+  const bool leader = !comm || comm->rank() == 0;
+  std::string prompt = args.prompt;
+  if (!args.promptFile.empty() && !readFile(args.promptFile, &prompt))
+    return fail("--prompt-file " + args.promptFile + ": cannot read it");
+  fm::Sampler sampler = makeSampler(args);
+  bool written = true;
+  auto streamed = [&](std::string_view piece) {
+    if (leader)
+      written = writeOut(piece) && written;
+    return true;
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = loaded.session->generate(prompt, sampler, generateOptions(args), streamed);
+  if (!g) {
+    if (comm && comm->size() > 1)
+      comm->abort(1);
+    return fail(g.message());
+  }
+  const double totalMs = msSince(t0);
+  if (!leader)
+    return 0;
+  if (isatty(STDOUT_FILENO))
+    writeOut("\n");
+  if (!written)
+    return fail("cannot write the text to stdout");
+  if (args.stats) {
+    auto perSecond = [](int64_t n, double ms) {
+      return ms > 0.0 ? n * 1000.0 / ms : 0.0;
+    };
+    std::fprintf(stderr,
+                 "{\"load_ms\": %.3f, \"prompt_tokens\": %lld, "
+                 "\"prefill_tokens_per_s\": %.3f, \"generated_tokens\": %lld, "
+                 "\"decode_tokens_per_s\": %.3f, \"total_ms\": %.3f, "
+                 "\"stop\": \"%s\", \"peak_rss_mb\": %.1f, \"threads\": %d, "
+                 "\"ranks\": %d, \"device\": \"%s\", \"prompt_ids\": %s, "
+                 "\"generated_ids\": %s}\n",
+                 loaded.loadMs, static_cast<long long>(g->promptTokens),
+                 perSecond(g->promptTokens, g->prefillMs),
+                 static_cast<long long>(g->tokens.size()),
+                 perSecond(g->decodeTokens, g->decodeMs), totalMs,
+                 fm::stopReasonName(g->stop), peakRssMb(),
+                 loaded.session->threads(), comm ? comm->size() : 1,
+                 loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
+                 idsJson(g->tokens).c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+int runText(const TextArgs &args, fm::Communicator *comm) {
+  const int ranks = comm ? comm->size() : 1;
+  // The setup fails on every rank together (as fm-run --tokens does).
+  std::string error;
+  if (args.chat + (!args.prompt.empty() || !args.promptFile.empty()) > 1)
+    error = "--chat and --prompt/--prompt-file are two modes: pick one";
+  else if (!args.prompt.empty() && !args.promptFile.empty())
+    error = "--prompt and --prompt-file both give the prompt: pick one";
+  else if (!args.chatFile.empty() && !args.chat)
+    error = "--chat-file is for --chat";
+  else if (!args.system.empty() && !args.chat)
+    error = "--system is for --chat";
+  else if (args.chat && ranks > 1 && args.chatFile.empty())
+    error = "an interactive --chat reads stdin, which only rank 0 sees: use "
+            "--chat-file under mpirun";
+  for (const std::string &s : args.stop)
+    if (error.empty() && s.empty())
+      error = "--stop: a stop string must not be empty";
+  Loaded loaded;
+  if (error.empty())
+    error = loadForText(args, comm, &loaded);
+  if (ranks > 1) {
+    float failed = error.empty() ? 0.0f : 1.0f;
+    if (fm::Status s = comm->allReduceSum(&failed, 1); !s)
+      return fail(s.message());
+    if (failed > 0.0f)
+      return error.empty() ? 1 : fail(error);
+  } else if (!error.empty()) {
+    return fail(error);
+  }
+  return args.chat ? runChat(args, loaded, comm) : runPrompt(args, loaded, comm);
+}
+
+} // namespace fmrun

@@ -1,0 +1,68 @@
+// fm-run's text modes: --prompt / --prompt-file (generate text, streamed to
+// stdout) and --chat (a conversation with the checkpoint's chat template),
+// both with the artifact's embedded tokenizer.
+#pragma once
+
+#include "fm/communicator.h"
+#include "fm/runtime.h"
+#include "fm/sampler.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fmrun {
+
+struct TextArgs {
+  // The text modes' own options.
+  std::string prompt, promptFile;
+  bool chat = false;
+  std::string system, chatFile;
+  std::vector<std::string> stop;
+  bool noSpecialTokens = false;
+  // fm-run's options they share.
+  std::string model, device, activations = "int8x2";
+  std::vector<std::string> trustedKeys; // minisign public key files
+  uint64_t maxMemory = 0;               // bytes; 0: physical memory
+  int threads = 0;
+  bool verifyHash = false, stats = false;
+  int64_t maxNewTokens = 256, prefillChunk = 0;
+  float temperature = 0.0f, topP = 1.0f;
+  int topK = 0;
+  uint64_t seed = 0;
+};
+
+/// Whether the command line asks for a text mode.
+inline bool isTextMode(const TextArgs &a) {
+  return a.chat || !a.prompt.empty() || !a.promptFile.empty() ||
+         !a.chatFile.empty();
+}
+
+/// Runs --prompt/--prompt-file or --chat; the exit status. `comm`: the MPI
+/// ranks (null: this process alone).
+int runText(const TextArgs &args, fm::Communicator *comm);
+
+// Shared by the two modes (TextRun.cpp).
+int fail(const std::string &message);
+struct Loaded {
+  std::shared_ptr<fm::Model> model;
+  std::unique_ptr<fm::Session> session;
+  double loadMs = 0.0;
+};
+/// Loads the model and builds the session as fm-run does for --tokens; an
+/// error message, or "" with `out` filled.
+std::string loadForText(const TextArgs &args, fm::Communicator *comm,
+                        Loaded *out);
+fm::GenerateOptions generateOptions(const TextArgs &args);
+fm::Sampler makeSampler(const TextArgs &args);
+double peakRssMb();
+/// "[1, 17, 42]", for the --stats lines.
+std::string idsJson(const std::vector<int32_t> &ids);
+/// Writes `text` to stdout at once (streaming).
+bool writeOut(std::string_view text);
+
+/// The chat mode (ChatRun.cpp).
+int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm);
+
+} // namespace fmrun
