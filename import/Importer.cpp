@@ -55,6 +55,9 @@ private:
   void emitPhase(fmd::ModelOp model, StringRef phase, bool decode);
   Value emitLayer(Value x, Value pos, const LayerSpec &layer,
                   StringRef cache);
+  /// The encode_image phase: the fm_vit encoder and its adapter.
+  void emitImagePhase(fmd::ModelOp model);
+  Value emitVitBlock(Value x, const VitBlockSpec &block, int64_t registers);
 
   MLIRContext &ctx;
   OpBuilder b;
@@ -148,6 +151,86 @@ Value Emitter::emitLayer(Value x, Value pos, const LayerSpec &layer,
   return fmd::AddOp::create(b, loc(layer.prefix), h, ffn);
 }
 
+Value Emitter::emitVitBlock(Value x, const VitBlockSpec &k, int64_t registers) {
+  const VisionSpec &v = spec.vision;
+  auto type = cast<RankedTensorType>(x.getType());
+  FloatAttr eps = b.getF64FloatAttr(v.eps);
+  Value n = fmd::LayerNormOp::create(b, loc(k.prefix + ".norm1"), type, x,
+                                     param(k.norm1Weight), param(k.norm1Bias),
+                                     eps);
+  const bool window = !k.global;
+  Value a = fmd::VitAttentionOp::create(
+      b, loc(k.prefix + ".attn"), type, n, param(k.qkv), param(k.proj),
+      param(k.qkvBias), param(k.projBias), param(k.relPosH), param(k.relPosW),
+      b.getI64IntegerAttr(k.index), b.getI64IntegerAttr(v.heads),
+      b.getI64IntegerAttr(v.headDim),
+      b.getF64FloatAttr(1.0 / std::sqrt(double(v.headDim))),
+      fmd::VitAttentionModeAttr::get(&ctx, window ? fmd::VitAttentionMode::window
+                                                  : fmd::VitAttentionMode::global),
+      window ? b.getI64IntegerAttr(v.window) : IntegerAttr(),
+      b.getDenseI64ArrayAttr({v.grid, v.grid}), b.getI64IntegerAttr(registers));
+  Value h = fmd::AddOp::create(b, loc(k.prefix), x, a);
+  Value n2 = fmd::LayerNormOp::create(b, loc(k.prefix + ".norm2"), type, h,
+                                      param(k.norm2Weight), param(k.norm2Bias),
+                                      eps);
+  fmd::Activation act = v.activation == VitActivation::GeluTanh
+                            ? fmd::Activation::gelu_tanh
+                        : v.activation == VitActivation::QuickGelu
+                            ? fmd::Activation::quick_gelu
+                            : fmd::Activation::gelu;
+  Value m = fmd::MlpOp::create(b, loc(k.prefix + ".mlp"), type, n2, Value(),
+                               param(k.fc1), param(k.fc2), param(k.fc1Bias),
+                               param(k.fc2Bias), b.getI64IntegerAttr(k.index),
+                               fmd::ActivationAttr::get(&ctx, act));
+  return fmd::AddOp::create(b, loc(k.prefix), h, m);
+}
+
+void Emitter::emitImagePhase(fmd::ModelOp model) {
+  const VisionSpec &v = spec.vision;
+  b.setInsertionPointToEnd(&model.getBodyBlock());
+  const int64_t g = v.grid, C = v.hidden, R = v.registers;
+  auto f32 = b.getF32Type();
+  auto imageType = RankedTensorType::get({3, v.imageSize, v.imageSize}, f32);
+  auto tokensType = RankedTensorType::get({v.numTokens(), v.lmHidden}, f32);
+  auto rows = [&](int64_t n) { return RankedTensorType::get({n, C}, f32); };
+  auto fn = func::FuncOp::create(b, loc("vision"), fmd::ModelOp::kImagePhase,
+                                 b.getFunctionType({imageType}, {tokensType}));
+  fn->setAttr(fmd::FmDialect::kPhaseAttrName,
+              b.getStringAttr(fmd::ModelOp::kImagePhase));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  Value x = fmd::PatchEmbedOp::create(
+      b, loc("vision.patch_embed"), rows(g * g), body->getArgument(0),
+      param(v.patchWeight), param(v.patchBias), param(v.posEmbed),
+      b.getI64IntegerAttr(v.patchSize));
+  if (R)
+    x = fmd::RegisterTokensOp::create(b, loc("vision.registers"), rows(R + g * g),
+                                      x, param(v.registerTokens));
+  for (const VitBlockSpec &k : v.blocks)
+    x = emitVitBlock(x, k, R);
+  if (R)
+    x = fmd::DropRegistersOp::create(b, loc("vision.registers"), rows(g * g), x,
+                                     b.getI64IntegerAttr(R));
+  x = fmd::LayerNormOp::create(b, loc("vision.norm"), rows(g * g), x,
+                               param(v.normWeight), param(v.normBias),
+                               b.getF64FloatAttr(v.eps));
+  for (const VitBlockSpec &k : v.adapterBlocks)
+    x = emitVitBlock(x, k, 0);
+  Value t = fmd::VlAdapterOp::create(
+      b, loc("adapter"), tokensType, x, param(v.adapterLinear),
+      param(v.adapterLinearBias), param(v.adapterConv), param(v.adapterConvBias),
+      b.getDenseI64ArrayAttr({g, g}), b.getI64IntegerAttr(0),
+      b.getI64IntegerAttr(3), b.getI64IntegerAttr(v.numTokens()));
+  func::ReturnOp::create(b, loc("vision"), t);
+
+  model.setImageMeanAttr(b.getDenseF64ArrayAttr({v.mean[0], v.mean[1], v.mean[2]}));
+  model.setImageStdAttr(b.getDenseF64ArrayAttr({v.std[0], v.std[1], v.std[2]}));
+  model.setImageResampleAttr(b.getStringAttr(v.bilinear ? "bilinear" : "bicubic"));
+  if (spec.imageTokenIndex >= 0)
+    model.setImageTokenIndexAttr(b.getI64IntegerAttr(spec.imageTokenIndex));
+}
+
 void Emitter::emitPhase(fmd::ModelOp model, StringRef phase, bool decode) {
   seqLen = decode ? 1 : ShapedType::kDynamic;
   b.setInsertionPointToEnd(&model.getBodyBlock());
@@ -216,6 +299,10 @@ OwningOpRef<ModuleOp> Emitter::run(StringRef modelDir,
   llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
   model.setWeightsAttr(b.getStringAttr(abs));
 
+  if (spec.hasVision)
+    emitImagePhase(model);
+  if (!spec.hasDecoder)
+    return module;
   // One cache per track (one in all for models without tracks); a slot per
   // layer index, which fm-share-kv later compacts to the owning layers.
   b.setInsertionPointToEnd(&model.getBodyBlock());
@@ -259,6 +346,37 @@ std::string humanCount(double n) {
 
 const char *ropeName(RopeStyle r) {
   return r == RopeStyle::None ? "none" : r == RopeStyle::Half ? "half" : "interleaved";
+}
+
+/// The encoder's lines of `fmc import --print-summary`.
+void printVision(llvm::raw_ostream &os, const ModelSpec &spec) {
+  const VisionSpec &v = spec.vision;
+  const char *act = v.activation == VitActivation::GeluTanh    ? "gelu_tanh"
+                    : v.activation == VitActivation::QuickGelu ? "quick_gelu"
+                                                               : "gelu";
+  int64_t globalLayers = 0;
+  for (const VitBlockSpec &k : v.blocks)
+    globalLayers += k.global;
+  os << llvm::formatv("image      {0}x{0} in {1}x{1} patches = {2}x{2} grid, "
+                      "{3} registers, {4} resize\n",
+                      v.imageSize, v.patchSize, v.grid, v.registers,
+                      v.bilinear ? "bilinear" : "bicubic");
+  os << llvm::formatv("encoder    {0} layers of width {1} ({2} heads x {3}, mlp "
+                      "{4} {5}), {6} global",
+                      v.blocks.size(), v.hidden, v.heads, v.headDim,
+                      v.intermediate, act, globalLayers);
+  if (v.window)
+    os << llvm::formatv(", {0} window {1}x{1}", v.blocks.size() - globalLayers,
+                        v.window);
+  os << (v.relPos ? ", rel-pos" : "") << (v.qkvBias ? "" : ", no qkv bias")
+     << "\n";
+  os << llvm::formatv("adapter    {0} transformer layers, linear {1} -> {2}, "
+                      "conv 3x3, pool to {3}x{3} = {4} image tokens\n",
+                      v.adapterBlocks.size(), v.hidden, v.lmHidden, v.outGrid,
+                      v.numTokens());
+  if (spec.imageTokenIndex >= 0)
+    os << llvm::formatv("image tok  {0} (its placeholder in prompts)\n",
+                        spec.imageTokenIndex);
 }
 
 } // namespace
@@ -313,6 +431,16 @@ void printSummary(llvm::raw_ostream &os, const ModelSpec &spec,
 
   os << "model      " << familyName(spec.family) << " (model_type \""
      << spec.modelType << "\")\n";
+  if (spec.hasVision)
+    printVision(os, spec);
+  if (!spec.hasDecoder) {
+    os << llvm::formatv("parameters {0} ({1}) in {2} tensors\n",
+                        humanCount(params), humanBytes((double)bytes),
+                        used.size());
+    return;
+  }
+  if (spec.hasVision)
+    os << "decoder    " << familyName(spec.textFamily) << "\n";
   os << llvm::formatv("vocab      {0}\nhidden     {1}\n", spec.vocabSize,
                       spec.hiddenSize);
   if (spec.parallelTracks)

@@ -28,18 +28,45 @@ const char *familyName(Family f) {
     return "mixtral";
   case Family::Qwen2Moe:
     return "qwen2_moe";
+  case Family::FmVit:
+    return "fm_vit";
+  case Family::FmVlm:
+    return "fm_vlm";
   }
   return "?";
 }
 
-const char *supportedModelTypes() { return "llama, afm7, pt_moe, mixtral, qwen2_moe"; }
+const char *supportedModelTypes() {
+  return "llama, afm7, pt_moe, mixtral, qwen2_moe, fm_vit, fm_vlm";
+}
 
 std::optional<Family> familyFromModelType(StringRef modelType) {
   for (Family f : {Family::Llama, Family::Afm7, Family::PtMoe, Family::Mixtral,
-                   Family::Qwen2Moe})
+                   Family::Qwen2Moe, Family::FmVit, Family::FmVlm})
     if (modelType == familyName(f))
       return f;
   return std::nullopt;
+}
+
+Error buildDecoder(Family family, ConfigReader &f, ModelSpec &spec,
+                   StringRef file) {
+  switch (family) {
+  case Family::Llama:
+    return buildLlama(f, spec, file);
+  case Family::Afm7:
+    return buildAfm7(f, spec, file);
+  case Family::PtMoe:
+    return buildPtMoe(f, spec, file);
+  case Family::Mixtral:
+    return buildMixtral(f, spec, file);
+  case Family::Qwen2Moe:
+    return buildQwen2Moe(f, spec, file);
+  case Family::FmVit:
+  case Family::FmVlm:
+    break;
+  }
+  return makeError(file + ": model_type '" + familyName(family) +
+                   "' is not a decoder");
 }
 
 Expected<ModelSpec> parseModelConfig(StringRef text, StringRef nameForErrors) {
@@ -70,23 +97,17 @@ Expected<ModelSpec> parseModelConfig(StringRef text, StringRef nameForErrors) {
     spec.config[kv.first.str()] = jsonText(kv.second);
 
   ConfigReader fields(*obj, file, spec.modelType);
-  auto build = [&]() -> Error {
-    switch (*family) {
-    case Family::Llama:
-      return buildLlama(fields, spec, file);
-    case Family::Afm7:
-      return buildAfm7(fields, spec, file);
-    case Family::PtMoe:
-      return buildPtMoe(fields, spec, file);
-    case Family::Mixtral:
-      return buildMixtral(fields, spec, file);
-    case Family::Qwen2Moe:
-      return buildQwen2Moe(fields, spec, file);
-    }
-    return Error::success();
-  };
-  if (Error e = build())
-    return e;
+  Error e = *family == Family::FmVit   ? buildFmVit(fields, spec, file)
+            : *family == Family::FmVlm ? buildFmVlm(fields, spec, file)
+                                       : buildDecoder(*family, fields, spec, file);
+  if (e)
+    return std::move(e);
+  if (*family == Family::FmVit) {
+    // An encoder alone: no vocabulary; its width is the adapter's.
+    spec.hasDecoder = false;
+    spec.vocabSize = 0;
+    spec.hiddenSize = spec.vision.lmHidden;
+  }
   return spec;
 }
 

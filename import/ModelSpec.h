@@ -13,11 +13,11 @@
 
 namespace fm::import {
 
-enum class Family { Llama, Afm7, PtMoe, Mixtral, Qwen2Moe };
+enum class Family { Llama, Afm7, PtMoe, Mixtral, Qwen2Moe, FmVit, FmVlm };
 enum class RopeStyle { None, Half, Interleaved };
 enum class Combine { Mean, Sum };
 
-const char *familyName(Family f); // "llama", "afm7", "pt_moe", "mixtral", "qwen2_moe"
+const char *familyName(Family f); // "llama", "afm7", ..., "fm_vit", "fm_vlm"
 
 /// One tensor that the config implies, with the shape it must have. `why`
 /// explains the shape in config terms for error messages, e.g.
@@ -73,8 +73,51 @@ struct TrackBlockSpec {
   std::vector<std::vector<LayerSpec>> tracks;
 };
 
+/// The MLP activations of a ViT (docs/vit.md).
+enum class VitActivation { Gelu, GeluTanh, QuickGelu };
+
+/// One pre-LN ViT block (an encoder block, or one of the adapter's
+/// transformer layers): weight names, empty when absent.
+struct VitBlockSpec {
+  std::string prefix;  // "vision.blocks.3", "adapter.blocks.0"
+  int64_t index = 0;   // the fm layer number (adapter blocks continue the encoder's)
+  bool global = true;  // global attention, else a ViTDet window layer
+  std::string norm1Weight, norm1Bias, qkv, qkvBias, proj, projBias;
+  std::string relPosH, relPosW; // rel_pos
+  std::string norm2Weight, norm2Bias, fc1, fc1Bias, fc2, fc2Bias;
+};
+
+/// An fm_vit image encoder and its vision-language adapter (docs/vit.md).
+struct VisionSpec {
+  int64_t imageSize = 0, patchSize = 0, grid = 0; // grid g = image / patch
+  int64_t hidden = 0, heads = 0, headDim = 0, intermediate = 0;
+  int64_t window = 0, registers = 0;
+  double eps = 1e-6;
+  VitActivation activation = VitActivation::Gelu;
+  bool qkvBias = true, relPos = false;
+  std::vector<VitBlockSpec> blocks;
+  std::string patchWeight, patchBias, posEmbed, registerTokens, normWeight,
+      normBias;
+  // The adapter.
+  int64_t lmHidden = 0, outGrid = 0;
+  std::vector<VitBlockSpec> adapterBlocks;
+  std::string adapterLinear, adapterLinearBias, adapterConv, adapterConvBias;
+  // Preprocessing of image files.
+  double mean[3] = {0, 0, 0}, std[3] = {1, 1, 1};
+  bool bilinear = false; // else bicubic
+  int64_t numTokens() const { return outGrid * outGrid; }
+};
+
 struct ModelSpec {
   Family family = Family::Llama;
+  /// fm_vlm: the family of its decoder (text_config).
+  Family textFamily = Family::Llama;
+  /// Whether there is a decoder (not for fm_vit) and an image encoder
+  /// (fm_vit, fm_vlm).
+  bool hasDecoder = true, hasVision = false;
+  VisionSpec vision;
+  /// fm_vlm: the image placeholder token.
+  int64_t imageTokenIndex = -1;
   std::string modelType;       // config "model_type" (or the family name)
   int64_t vocabSize = 0, hiddenSize = 0;
   double rmsEps = 1e-5;

@@ -27,7 +27,7 @@ bool isRowOp(Operation *op) {
 void mergeProjections(Block &block) {
   llvm::MapVector<Value, SmallVector<fmk::MatmulOp>> byInput;
   for (auto mm : block.getOps<fmk::MatmulOp>())
-    if (!mm.getAcc())
+    if (!mm.getAcc() && !mm.getBias() && !mm.getActivation())
       byInput[mm.getInput()].push_back(mm);
   for (auto &[input, mms] : byInput) {
     if (mms.size() < 2)
@@ -90,7 +90,9 @@ void foldResiduals(Block &block) {
         break;
       }
       auto mm = prod.getDefiningOp<fmk::MatmulOp>();
-      if (!mm || mm.getAcc() || !prod.hasOneUse() || mm->getBlock() != &block)
+      // An activation epilogue would see the sum: such a product stays.
+      if (!mm || mm.getAcc() || mm.getActivation() || !prod.hasOneUse() ||
+          mm->getBlock() != &block)
         continue;
       // The accumulator is overwritten in place: nothing may read it later.
       bool deadAfter = llvm::all_of(resid.getUsers(), [&](Operation *u) {
@@ -103,7 +105,8 @@ void foldResiduals(Block &block) {
         continue;
       OpBuilder b(mm);
       auto acc = fmk::MatmulOp::create(b, mm.getLoc(), mm.getType(),
-                                       mm.getInput(), mm.getWeights(), resid);
+                                       mm.getInput(), mm.getWeights(), resid,
+                                       mm.getBias(), fmk::ActivationAttr());
       add.getResult().replaceAllUsesWith(acc.getResult());
       add.erase();
       mm.erase();

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include <cmath>
 #include <tuple>
 
 namespace mlir::fm {
@@ -111,10 +112,95 @@ public:
     return matmul(loc, a, op.getO());
   }
 
+  /// act(x · wᵀ + bias): a matmul with its epilogue.
+  Value linear(Location loc, Value x, Value w, Value bias,
+               fmk::ActivationAttr act = {}) {
+    int64_t n = cast<RankedTensorType>(w.getType()).getShape()[0];
+    return fmk::MatmulOp::create(b, loc, rowsOf(x, n), x, ValueRange{w},
+                                 Value(), bias, act);
+  }
+
+  /// The ViT MLPs: fc2(act(fc1(x) + b1)) + b2, the activation and the
+  /// biases in the matmuls' epilogues.
+  Value lowerGeluMlp(MlpOp op) {
+    Location loc = op.getLoc();
+    fmk::Activation act = op.getActivation() == Activation::gelu_tanh
+                              ? fmk::Activation::gelu_tanh
+                          : op.getActivation() == Activation::quick_gelu
+                              ? fmk::Activation::quick_gelu
+                              : fmk::Activation::gelu;
+    Value h = linear(loc, op.getInput(), op.getUp(), op.getUpBias(),
+                     fmk::ActivationAttr::get(b.getContext(), act));
+    return linear(loc, h, op.getDown(), op.getDownBias());
+  }
+
+  /// qkv projection (+ bias), the attention micro-kernel, the output
+  /// projection (+ bias). A window layer's padded tokens take the qkv bias
+  /// as their qkv row (they are 0 after LN1).
+  Value lowerVitAttention(VitAttentionOp op) {
+    Location loc = op.getLoc();
+    Value qkv = linear(loc, op.getInput(), op.getQkv(), op.getQkvBias());
+    const bool window = op.getMode() == VitAttentionMode::window;
+    Value a = fmk::VitAttentionOp::create(
+        b, loc, rowsOf(op.getInput(), op.getNumHeads() * op.getHeadDim()), qkv,
+        op.getRelPosH(), op.getRelPosW(), window ? op.getQkvBias() : Value(),
+        i64(op.getNumHeads()), i64(op.getHeadDim()), op.getScaleAttr(),
+        i64(window ? *op.getWindow() : 0), op.getGridAttr(),
+        i64(op.getNumRegisters()));
+    return linear(loc, a, op.getO(), op.getOBias());
+  }
+
+  Value lowerPatchEmbed(PatchEmbedOp op) {
+    return fmk::PatchEmbedOp::create(b, op.getLoc(), op.getType(), op.getImage(),
+                                     op.getWeight(), op.getBias(), op.getPos(),
+                                     Value(), i64(op.getPatchSize()));
+  }
+
+  /// The registers go into the patch embedding that makes their tokens: one
+  /// kernel writes [registers ; patches + pos].
+  FailureOr<Value> lowerRegisterTokens(RegisterTokensOp op) {
+    auto pe = op.getInput().getDefiningOp<fmk::PatchEmbedOp>();
+    if (!pe || !pe->hasOneUse() || pe.getRegisters())
+      return op.emitOpError()
+             << "register tokens must be prepended to the output of an "
+                "fm.patch_embed that nothing else reads";
+    Value x = fmk::PatchEmbedOp::create(b, op.getLoc(), op.getType(),
+                                        pe.getImage(), pe.getWeight(),
+                                        pe.getBias(), pe.getPos(),
+                                        op.getRegisters(), pe.getPatchAttr());
+    dead.push_back(pe); // once the register op is gone
+    return x;
+  }
+
+  Value dropRows(Location loc, Value x, int64_t count) {
+    if (count == 0)
+      return x;
+    auto t = cast<RankedTensorType>(x.getType());
+    auto type = RankedTensorType::get({t.getShape()[0] - count, t.getShape()[1]},
+                                      t.getElementType());
+    return fmk::DropRowsOp::create(b, loc, type, x, i64(count));
+  }
+
+  /// linear (+ bias), the 3x3 convolution (+ bias), the average pooling.
+  FailureOr<Value> lowerVlAdapter(VlAdapterOp op) {
+    if (op.getConvKernel() != 3)
+      return op.emitOpError() << "vl_adapter: a " << op.getConvKernel() << "x"
+                              << op.getConvKernel()
+                              << " convolution has no kernel (3x3 does)";
+    Location loc = op.getLoc();
+    Value x = dropRows(loc, op.getInput(), op.getNumRegisters());
+    Value y = linear(loc, x, op.getProjWeight(), op.getProjBias());
+    Value c = fmk::Conv3x3Op::create(b, loc, y.getType(), y, op.getConvWeight(),
+                                     op.getConvBias(), op.getGridAttr());
+    const int64_t out = (int64_t)std::llround(std::sqrt((double)op.getNumTokens()));
+    return fmk::AvgPoolOp::create(b, loc, op.getType(), c, i64(op.getGrid()[0]),
+                                  i64(out))
+        .getResult();
+  }
+
   FailureOr<Value> lowerMlp(MlpOp op) {
     if (op.getActivation() != Activation::swiglu)
-      return op.emitOpError() << "layer " << op.getLayer()
-                              << ": GELU MLPs (ViT) have no CPU lowering yet";
+      return lowerGeluMlp(op);
     Location loc = op.getLoc();
     Value n = op.getInput();
     Value g = matmul(loc, n, op.getGate());
@@ -190,6 +276,27 @@ public:
         replacements.push_back(fmk::RmsNormOp::create(
             b, n.getLoc(), n.getType(), n.getInput(), n.getWeight(),
             n.getEps()));
+      } else if (auto n = dyn_cast<LayerNormOp>(op)) {
+        replacements.push_back(fmk::LayerNormOp::create(
+            b, n.getLoc(), n.getType(), n.getInput(), n.getWeight(),
+            n.getBias(), n.getEps()));
+      } else if (auto pe = dyn_cast<PatchEmbedOp>(op)) {
+        replacements.push_back(lowerPatchEmbed(pe));
+      } else if (auto rt = dyn_cast<RegisterTokensOp>(op)) {
+        FailureOr<Value> r = lowerRegisterTokens(rt);
+        if (failed(r))
+          return failure();
+        replacements.push_back(*r);
+      } else if (auto va = dyn_cast<VitAttentionOp>(op)) {
+        replacements.push_back(lowerVitAttention(va));
+      } else if (auto dr = dyn_cast<DropRegistersOp>(op)) {
+        replacements.push_back(
+            dropRows(dr.getLoc(), dr.getInput(), dr.getNumRegisters()));
+      } else if (auto ad = dyn_cast<VlAdapterOp>(op)) {
+        FailureOr<Value> r = lowerVlAdapter(ad);
+        if (failed(r))
+          return failure();
+        replacements.push_back(*r);
       } else if (auto a = dyn_cast<AddOp>(op)) {
         replacements.push_back(fmk::AddOp::create(b, a.getLoc(), a.getType(),
                                                   a.getLhs(), a.getRhs()));
@@ -217,11 +324,16 @@ public:
       op.replaceAllUsesWith(replacements);
       op.erase();
     }
+    for (Operation *op : dead)
+      op->erase();
+    dead.clear();
     return success();
   }
 
 private:
   OpBuilder &b;
+  /// Kernels that a later op folded into its own, erased after the block.
+  SmallVector<Operation *> dead;
   /// (cache, slot) → the K/V scales of the layer that writes it.
   DenseMap<std::pair<Attribute, int64_t>, std::pair<Value, Value>> slotScales;
 };

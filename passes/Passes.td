@@ -27,8 +27,13 @@ def LowerToKernelsPass : Pass<"fm-lower-to-kernels", "mlir::ModuleOp"> {
     micro-kernel, SwiGLU MLPs become two matmuls, `fmk.silu_mul` and a
     matmul, MoE layers an `fmk.moe`, and a track block an `fmk.tracks` (its
     tracks' kernels, one region each) followed by the `fmk.all_reduce` that
-    combines them (placed by `fm-partition-tracks`). Ops without a kernel-level
-    lowering (today: the ViT ops) are reported with their layer.
+    combines them (placed by `fm-partition-tracks`). The image encoder
+    (docs/vit.md) becomes micro-kernels: `fmk.patch_embed` (with the
+    register tokens folded in), `fmk.layer_norm`, matmuls with their bias
+    and GELU epilogues around `fmk.vit_attention`, and for the adapter a
+    matmul, `fmk.conv3x3` and `fmk.avg_pool`; dropping the registers is a
+    view (`fmk.drop_rows`). Ops without a kernel-level lowering are reported
+    with their layer.
   }];
   let dependentDialects = ["::mlir::fmk::FmkDialect"];
 }
@@ -38,8 +43,11 @@ def FusePass : Pass<"fm-fuse", "mlir::ModuleOp"> {
   let description = [{
     Three fusions at the kernel level: (1) matmuls of one input (Q/K/V,
     gate/up) become one matmul over the stacked weights, followed by column
-    slices; (2) a residual add of a matmul result is folded into the matmul
-    (`acc`), which accumulates in place; (3) every run of row ops (norms,
+    slices (matmuls with a bias or an activation epilogue stay apart);
+    (2) a residual add of a matmul result is folded into the matmul
+    (`acc`), which accumulates in place, after its bias (the ViT blocks'
+    proj and fc2; never into a matmul with an activation, which would see
+    the sum); (3) every run of row ops (norms,
     RoPE, q/k norms, fake-quant, cache writes, SwiGLU, adds) becomes one
     `fmk.group`, compiled to one native kernel. Groups with the same body
     share a kernel name, so each distinct kernel is compiled once. Inside an
@@ -57,7 +65,10 @@ def PlanMemoryPass : Pass<"fm-plan-memory", "mlir::ModuleOp"> {
     and for last-position values), placed first-fit by liveness in a single
     arena; an in-place accumulating matmul shares its accumulator's buffer.
     Results: `fmk.buffers` (offsets in floats) on each op, `fmk.arena_floats`
-    and `fmk.max_rows` on each function.
+    and `fmk.max_rows` on each function. An `encode_image` phase has static
+    shapes: its image argument gets a buffer too (`fmk.image_buffer`),
+    `fmk.max_rows` is its output's rows, and an `fmk.drop_rows` view lies
+    inside its input's buffer.
   }];
   let options = [
     Option<"maxRows", "max-rows", "int64_t", /*default=*/"64",

@@ -81,7 +81,12 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   void planFunction(func::FuncOp fn) {
     Block &block = fn.getBody().front();
     auto phase = fn->getAttrOfType<StringAttr>(FmDialect::kPhaseAttrName);
+    const bool image = phase && phase.getValue() == ModelOp::kImagePhase;
     int64_t maxRows = (phase && phase.getValue() == "decode") ? 1 : maxRows_();
+    if (image) // one call per image, of the rows it returns
+      if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
+          ret && ret.getNumOperands() == 1)
+        maxRows = cast<RankedTensorType>(ret.getOperand(0).getType()).getShape()[0];
     auto floatsOf = [&](Value v) {
       auto t = cast<RankedTensorType>(v.getType());
       int64_t rows = ShapedType::isDynamic(t.getShape()[0]) ? maxRows
@@ -123,9 +128,21 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (a != b2)
         parent[b2] = a;
     };
+    // Where a value starts in its set's buffer, in floats: a drop_rows view
+    // `count` rows into its input (an accumulator's result where it is).
+    DenseMap<Value, int64_t> shift;
     for (Operation *op : order) {
-      if (auto mm = dyn_cast<fmk::MatmulOp>(op); mm && mm.getAcc())
+      if (auto dr = dyn_cast<fmk::DropRowsOp>(op)) {
+        unite(dr.getInput(), dr.getResult());
+        shift[dr.getResult()] =
+            shift.lookup(dr.getInput()) +
+            dr.getCount() *
+                cast<RankedTensorType>(dr.getType()).getShape()[1];
+      }
+      if (auto mm = dyn_cast<fmk::MatmulOp>(op); mm && mm.getAcc()) {
         unite(mm.getAcc(), mm.getResult());
+        shift[mm.getResult()] = shift.lookup(mm.getAcc());
+      }
       if (auto moe = dyn_cast<fmk::MoeOp>(op); moe && moe.getAcc())
         unite(moe.getAcc(), moe.getResult());
       if (auto tracks = dyn_cast<fmk::TracksOp>(op))
@@ -158,6 +175,22 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     DenseMap<Value, int64_t> offset; // per set root
     std::multimap<int64_t, Value> dying; // last use → set root
     OpBuilder b(fn.getContext());
+    // The image of an encode_image phase: live from the start to its last
+    // reader (the patch embedding).
+    struct {
+      int64_t offset = 0, floats = 0, last = -2; // -2: none
+    } imageBuffer;
+    if (image && block.getNumArguments() == 1) {
+      BlockArgument img = block.getArgument(0);
+      auto t = cast<RankedTensorType>(img.getType());
+      int64_t last = -1;
+      for (Operation *user : img.getUsers())
+        last = std::max(last, index.lookup(block.findAncestorOpInBlock(*user)));
+      const int64_t floats = t.getNumElements();
+      int64_t off = arena.allocate(floats);
+      fn->setAttr(fmk::FmkDialect::kImageBufferAttr, b.getI64IntegerAttr(off));
+      imageBuffer = {off, floats, last};
+    }
     for (Operation *op : order) {
       const int64_t at = index[op];
       SmallVector<int64_t> offs;
@@ -168,7 +201,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
         Value root = find(r);
         if (auto it = offset.find(root); it != offset.end()) {
-          offs.push_back(it->second);
+          offs.push_back(it->second + shift.lookup(r));
           continue;
         }
         int64_t off = arena.allocate(floatsOf(r));
@@ -185,6 +218,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       for (auto it = range.first; it != range.second; ++it)
         arena.release(offset.lookup(it->second), floatsOf(it->second));
       dying.erase(range.first, range.second);
+      if (imageBuffer.last == at)
+        arena.release(imageBuffer.offset, imageBuffer.floats);
     }
     fn->setAttr(fmk::FmkDialect::kArenaAttr, b.getI64IntegerAttr(arena.size()));
     fn->setAttr(fmk::FmkDialect::kMaxRowsAttr, b.getI64IntegerAttr(maxRows));

@@ -149,7 +149,7 @@ llvm::Error checkMicroKernels(ModuleOp module, const Target &target) {
   std::string problem;
   module.walk([&](Operation *op) {
     if (!problem.empty() || !isa_and_nonnull<fmk::FmkDialect>(op->getDialect()) ||
-        isa<fmk::GroupOp, fmk::YieldOp, fmk::TracksOp>(op) ||
+        isa<fmk::GroupOp, fmk::YieldOp, fmk::TracksOp, fmk::DropRowsOp>(op) ||
         op->getParentOfType<fmk::GroupOp>())
       return;
     llvm::StringRef name = op->getName().getStringRef();

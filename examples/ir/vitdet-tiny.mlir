@@ -6,7 +6,7 @@
 // CHECK: fm.vit_attention {{.*}}mode = #fm<vit_attention window>{{.*}}num_registers = 1
 // CHECK: fm.vl_adapter
 fm.model @vitdet_tiny attributes {family = "vit", hidden_size = 32 : i64, vocab_size = 1 : i64} {
-  func.func @encode(%image: tensor<3x64x64xf32>) -> tensor<4x64xf32> attributes {fm.phase = "encode"} {
+  func.func @encode(%image: tensor<3x64x64xf32>) -> tensor<4x64xf32> attributes {fm.phase = "encode_image"} {
     %pw = fm.param "vision.patch_embed.weight" : tensor<32x3x8x8xf32>
     %pb = fm.param "vision.patch_embed.bias" : tensor<32xf32>
     %pos = fm.param "vision.pos_embed" : tensor<64x32xf32>

@@ -17,6 +17,14 @@ llvm::Error buildMixtral(ConfigReader &f, ModelSpec &spec, llvm::StringRef file)
 llvm::Error buildQwen2Moe(ConfigReader &f, ModelSpec &spec, llvm::StringRef file);
 llvm::Error buildAfm7(ConfigReader &f, ModelSpec &spec, llvm::StringRef file);
 llvm::Error buildPtMoe(ConfigReader &f, ModelSpec &spec, llvm::StringRef file);
+/// An fm_vit config (the top level of an fm_vit config.json, or an fm_vlm's
+/// vision_config, `file` naming it in messages) into spec.vision and the
+/// vision tensors of spec.expected.
+llvm::Error buildFmVit(ConfigReader &f, ModelSpec &spec, llvm::StringRef file);
+llvm::Error buildFmVlm(ConfigReader &f, ModelSpec &spec, llvm::StringRef file);
+/// The decoder builder of a family (llama, afm7, pt_moe, mixtral, qwen2_moe).
+llvm::Error buildDecoder(Family family, ConfigReader &f, ModelSpec &spec,
+                         llvm::StringRef file);
 
 /// llama's dense fields, which mixtral and qwen2_moe share.
 struct LlamaDims {

@@ -7,7 +7,9 @@
 // memory (buffers it allocates, the weights it imports), loads the
 // generated code of its target, and implements the micro-kernels: matmul in
 // every weight format, attention, embedding, MoE, plus copies and the hook
-// for the collective at a track-block boundary.
+// for the collective at a track-block boundary; and those of the image
+// encoders (docs/vit.md): patch embedding, LayerNorm, ViT attention, the
+// adapter's 3x3 convolution and pooling.
 #pragma once
 
 #include "fm/communicator.h"
@@ -75,6 +77,8 @@ struct WeightDesc {
   std::vector<int64_t> shape;
   std::string layout;
   std::string name; // for messages
+  /// Optional weights of a description are absent when buffer is null.
+  bool present() const { return buffer != nullptr; }
 };
 
 /// Row 0 of a cache slot's K or V part: `capacity` rows of `width`
@@ -93,6 +97,10 @@ struct Launch {
   int64_t rows = 0;
   int64_t pos = 0;
   const int32_t *tokens = nullptr;
+  /// A VLM's image tokens (null: none): row r of an embedding takes the
+  /// `width` host floats at embedRows[r] instead of its token's row when
+  /// that pointer is not null (an image placeholder).
+  const float *const *embedRows = nullptr;
 };
 
 struct EmbedDesc {
@@ -114,13 +122,20 @@ struct LoraTerm {
   float scale = 1.0f;         // alpha / r (or / sqrt r), times the user's scale
 };
 
-/// y (+)= x · concat(weights)ᵀ; the weights are stacked along their rows
-/// (all [rows_i][k]), so weight i writes columns [col_i, col_i + rows_i).
+/// An elementwise function applied after a matmul (the GELU family of the
+/// ViT MLPs; kernels/pointwise.h has the definitions).
+enum class Activation : uint8_t { None, Gelu, GeluTanh, QuickGelu };
+
+/// y = act(x · concat(weights)ᵀ + bias) (+ y); the weights are stacked
+/// along their rows (all [rows_i][k]), so weight i writes columns [col_i,
+/// col_i + rows_i). An activation excludes accumulate.
 struct MatmulDesc {
   Rows x, y;
   int64_t k = 0, n = 0;
   bool accumulate = false;
   std::vector<WeightDesc> weights;
+  WeightDesc bias; // f32 [n], or absent
+  Activation activation = Activation::None;
   int64_t maxRows = 1; // the most rows a launch gives
   /// How packed weights meet the activations (the session's choice).
   kernels::QActivations activations = kernels::QActivations::Int8x2;
@@ -151,6 +166,58 @@ struct MoeDesc {
   bool normTopk = false, accumulate = false;
   int64_t maxRows = 1;
   kernels::QActivations activations = kernels::QActivations::Int8x2;
+};
+
+/// The patch embedding of an image encoder: the [channels][height][width]
+/// image at `image` (one row), cut into patch × patch patches (row-major),
+/// each flattened (channel, row, column) times weight [dim][channels·
+/// patch²]ᵀ + bias (+ pos [patches][dim]); `out` gets the registers [R][dim]
+/// first when present, then the patches.
+struct PatchEmbedDesc {
+  Rows image, out;
+  int64_t channels = 0, height = 0, width = 0, patch = 0;
+  WeightDesc weight, bias; // f32
+  WeightDesc pos, registers; // f32, or absent
+};
+
+/// y = (x − mean) / sqrt(var + eps) · weight + bias per row (biased
+/// variance) for the launch's rows; y may be x.
+struct LayerNormDesc {
+  Rows x, y;
+  WeightDesc weight, bias; // f32 [width]
+  float eps = 1e-6f;
+};
+
+/// A ViT block's attention (kernels/vit_attention.h states the semantics):
+/// qkv [registers + gridH·gridW][3·heads·headDim] → out [same][heads·
+/// headDim]; window 0 is global attention.
+struct VitAttentionDesc {
+  Rows qkv, out;
+  int64_t registers = 0, gridH = 0, gridW = 0, heads = 0, headDim = 0;
+  int64_t window = 0;
+  float scale = 1.0f;
+  WeightDesc relPosH, relPosW; // f32 [2S − 1][headDim], or both absent
+  WeightDesc padQkv;           // f32 [3·heads·headDim] (a padded token), or absent: zeros
+};
+
+/// Conv2d(Cin, Cout, 3, padding 1) over a gridH × gridW grid of tokens:
+/// x [tokens][Cin] → y [tokens][Cout]. The weight [Cout][Cin][3][3] is read
+/// as an nn.Linear [Cout][9·Cin] over the unfolded taps (f32, f16 or a
+/// packed format).
+struct Conv3x3Desc {
+  Rows x, y;
+  int64_t gridH = 0, gridW = 0;
+  WeightDesc weight;
+  WeightDesc bias; // f32 [Cout], or absent
+  kernels::QActivations activations = kernels::QActivations::Int8x2;
+};
+
+/// The adapter's average pooling of a grid × grid grid of tokens (x) to
+/// outGrid × outGrid (y): stride grid / outGrid, kernel grid − (outGrid −
+/// 1)·stride.
+struct AvgPoolDesc {
+  Rows x, y;
+  int64_t grid = 0, outGrid = 0;
 };
 
 /// One argument of a generated function.
@@ -295,6 +362,35 @@ public:
   /// desc.comm (a device stages through the host where it must).
   virtual Expected<std::unique_ptr<Kernel>>
   prepareAllReduce(const AllReduceDesc &) = 0;
+
+  // The image encoders' kernels. A device without them refuses an
+  // encode_image program when a session is built (the default here), so a
+  // device can be added before it has them.
+  virtual Expected<std::unique_ptr<Kernel>>
+  preparePatchEmbed(const PatchEmbedDesc &) {
+    return noVisionKernel("patch embedding");
+  }
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareLayerNorm(const LayerNormDesc &) {
+    return noVisionKernel("LayerNorm");
+  }
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareVitAttention(const VitAttentionDesc &) {
+    return noVisionKernel("ViT attention");
+  }
+  virtual Expected<std::unique_ptr<Kernel>>
+  prepareConv3x3(const Conv3x3Desc &) {
+    return noVisionKernel("3x3 convolution");
+  }
+  virtual Expected<std::unique_ptr<Kernel>> prepareAvgPool(const AvgPoolDesc &) {
+    return noVisionKernel("average pooling");
+  }
+
+protected:
+  Status noVisionKernel(const char *what) const {
+    return Status::error("device '" + name() + "' has no " + what +
+                         " kernel (image encoders run on the cpu device)");
+  }
 };
 
 } // namespace fm::hal

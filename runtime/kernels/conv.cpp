@@ -71,10 +71,17 @@ void conv3x3(const float *x, int64_t gh, int64_t gw, int64_t Cin,
   const int64_t tokens = gh * gw;
   if (tokens <= 0)
     return;
-  // Row t: for each input channel i the 3 x 3 taps around t, row-major, 0
-  // outside the grid: the order of weight.reshape(Cout, Cin·9).
   const int64_t K = Cin * 9;
   float *cols = unfoldBuffer(tokens * K);
+  conv3x3Unfold(x, gh, gw, Cin, cols, pool);
+  gemmF32(cols, tokens, K, weight, Cout, bias, y, false, pool);
+}
+
+void conv3x3Unfold(const float *x, int64_t gh, int64_t gw, int64_t Cin,
+                   float *cols, fm::rt::ThreadPool *pool) {
+  // Row t: for each input channel i the 3 x 3 taps around t, row-major, 0
+  // outside the grid: the order of weight.reshape(Cout, Cin·9).
+  const int64_t tokens = gh * gw, K = Cin * 9;
   forRange(tokens, K, pool, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t ty = t / gw, tx = t % gw;
@@ -94,7 +101,6 @@ void conv3x3(const float *x, int64_t gh, int64_t gw, int64_t Cin,
         }
     }
   });
-  gemmF32(cols, tokens, K, weight, Cout, bias, y, false, pool);
 }
 
 void adapterAvgPool(const float *x, int64_t g, int64_t D, int64_t gOut,

@@ -33,6 +33,13 @@ void conv3x3(const float *x, int64_t gh, int64_t gw, int64_t Cin,
              const float *weight, int64_t Cout, const float *bias, float *y,
              fm::rt::ThreadPool *pool);
 
+/// The unfold of conv3x3: cols[t][i·9 + dy·3 + dx] = x[(gy + dy − 1)·gw +
+/// gx + dx − 1][i] (0 outside the grid), the column order of
+/// weight.reshape(Cout, Cin·9); cols holds gh·gw × 9·Cin floats. For
+/// weights in other formats than f32, multiplied by a matmul kernel.
+void conv3x3Unfold(const float *x, int64_t gh, int64_t gw, int64_t Cin,
+                   float *cols, fm::rt::ThreadPool *pool);
+
 /// The adapter's average pooling of x [g·g][D] (channels last) to
 /// [gOut·gOut][D]: stride s = g / gOut, kernel k = g − (gOut − 1)·s, so the
 /// last window ends at the grid's edge; out token (oy, ox) is the mean of

@@ -33,7 +33,13 @@
 //   - an executable exists when any program dispatches;
 //   - an embedded tokenizer has a tokenizer.json and stop ids below
 //     vocab_size (its contents are parsed when asked for:
-//     ArtifactTokenizer.cpp).
+//     ArtifactTokenizer.cpp);
+//   - an "encode_image" program has an ImageInput (a non-empty image that
+//     fits its buffer, a mean and std per channel, std non-zero) and only
+//     commands that need no tokens, positions or caches, each with its fixed
+//     rows; other programs have no ImageInput and no fixed rows; an
+//     image_token_index >= 0 lies in the vocabulary, and the encode_image
+//     program's output is as wide as the decoder's hidden size.
 #include "fm/artifact.h"
 
 #include "commands/Command.h"
@@ -42,6 +48,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +112,9 @@ bool isQuantized(fa::DType dtype) {
 }
 
 namespace {
+
+// The phase of an image encoder's program.
+constexpr const char *kImagePhase = "encode_image";
 
 // Caches and arenas are allocated from these counts; anything larger is a
 // corrupt file, not a model (and would overflow size_t arithmetic).
@@ -199,6 +209,8 @@ private:
   Status checkCaches();
   Status checkExecutables();
   Status checkProgram(const fa::Program &program, const std::string &where);
+  Status checkImageInput(const fa::Program &program, const std::string &where);
+  Status checkImageCommand(const fa::Command &command, const std::string &where);
   Status checkPlacement(const fa::Command &command, const std::string &where);
   Status checkSection(const fa::Program &program, flatbuffers::uoffset_t begin,
                       flatbuffers::uoffset_t end, const std::string &where);
@@ -251,8 +263,35 @@ Status Checker::run(bool *hasDispatch) {
     return Status::error(name_ + ": ranks is 0 (a model runs on at least one)");
 
   const auto *programs = root_.programs();
-  if (programs->size() > 0 && root_.vocab_size() == 0)
+  const fa::Program *image = nullptr;
+  bool decoder = false;
+  for (const fa::Program *program : *programs) {
+    if (program->phase()->str() == kImagePhase)
+      image = program;
+    else
+      decoder = true;
+  }
+  if (decoder && root_.vocab_size() == 0)
     return Status::error(name_ + ": vocab_size is 0");
+  if (root_.image_token_index() < -1)
+    return Status::error(name_ + ": image_token_index " +
+                         std::to_string(root_.image_token_index()) +
+                         " is invalid (a token id, or -1 for none)");
+  if (root_.image_token_index() >= 0) {
+    const std::string token =
+        "image_token_index " + std::to_string(root_.image_token_index());
+    if (!image || !decoder)
+      return Status::error(name_ + ": " + token +
+                           " needs an encode_image program and a decoder");
+    if (u64(root_.image_token_index()) >= root_.vocab_size())
+      return Status::error(name_ + ": " + token + " is outside the vocabulary (" +
+                           std::to_string(root_.vocab_size()) + " tokens)");
+    if (image->logits()->width() != root_.hidden_size())
+      return Status::error(name_ + ": the image tokens are " +
+                           std::to_string(image->logits()->width()) +
+                           " wide but the decoder's hidden size is " +
+                           std::to_string(root_.hidden_size()));
+  }
   std::set<std::string> phases;
   for (flatbuffers::uoffset_t p = 0; p < programs->size(); ++p) {
     const fa::Program *program = programs->Get(p);
@@ -466,11 +505,23 @@ Status Checker::checkProgram(const fa::Program &program,
   arenaBytes_ = program.arena_bytes();
   u64 logitRows = program.logits_last_row_only() ? 1 : program.max_rows();
   const fa::BufferRef &logits = *program.logits();
-  if (logits.width() != root_.vocab_size())
-    return fail(where, "logits width " + std::to_string(logits.width()) +
-                           " is not vocab_size " +
-                           std::to_string(root_.vocab_size()));
-  if (std::string p = bufferProblem("logits", logits, logitRows); !p.empty())
+  const bool image = program.phase()->str() == kImagePhase;
+  if (image) {
+    FM_RETURN_IF_ERROR(checkImageInput(program, where));
+    if (logits.width() == 0 || program.logits_last_row_only())
+      return fail(where, "the image tokens buffer must be non-empty and hold "
+                         "every row");
+  } else {
+    if (program.image())
+      return fail(where, "only the encode_image program takes an image");
+    if (logits.width() != root_.vocab_size())
+      return fail(where, "logits width " + std::to_string(logits.width()) +
+                             " is not vocab_size " +
+                             std::to_string(root_.vocab_size()));
+  }
+  if (std::string p = bufferProblem(image ? "image tokens" : "logits", logits,
+                                    logitRows);
+      !p.empty())
     return fail(where, p);
 
   const auto *commands = program.commands();
@@ -486,7 +537,14 @@ Status Checker::checkProgram(const fa::Program &program,
                           std::to_string(static_cast<unsigned>(command->op_type())) +
                           " (newer than this runtime?)");
     }
-    const u64 rows = command->last_row_only() ? 1 : program.max_rows();
+    if (image)
+      FM_RETURN_IF_ERROR(checkImageCommand(*command, at));
+    else if (command->rows() != 0)
+      return fail(at, "fixed rows (" + std::to_string(command->rows()) +
+                          ") belong to encode_image programs");
+    const u64 rows = command->rows()           ? command->rows()
+                     : command->last_row_only() ? 1
+                                                : program.max_rows();
     FM_RETURN_IF_ERROR(
         kind->verify(CommandChecker(*this, root_, rows, at), *command));
   }
@@ -501,6 +559,73 @@ Status Checker::checkProgram(const fa::Program &program,
     }
     i = end;
   }
+  return Status::ok();
+}
+
+// The image and its preprocessing: what the caller writes and how.
+Status Checker::checkImageInput(const fa::Program &program,
+                                const std::string &where) {
+  const fa::ImageInput *in = program.image();
+  if (!in)
+    return fail(where, "an encode_image program needs its ImageInput");
+  if (in->channels() == 0 || in->height() == 0 || in->width() == 0)
+    return fail(where, "the image is empty (" + std::to_string(in->channels()) +
+                           "x" + std::to_string(in->height()) + "x" +
+                           std::to_string(in->width()) + ")");
+  const u64 floats = satMul(satMul(in->channels(), in->height()), in->width());
+  if (in->buffer()->width() != floats)
+    return fail(where, "the image buffer holds " +
+                           std::to_string(in->buffer()->width()) +
+                           " floats, not channels x height x width = " +
+                           std::to_string(floats));
+  if (std::string p = bufferProblem("image", *in->buffer(), 1); !p.empty())
+    return fail(where, p);
+  for (auto [what, values] : {std::pair<const char *, const flatbuffers::Vector<double> *>{
+                                  "mean", in->mean()},
+                              {"std", in->std()}}) {
+    if (!values)
+      continue;
+    if (values->size() != in->channels())
+      return fail(where, std::string("image ") + what + " has " +
+                             std::to_string(values->size()) + " values for " +
+                             std::to_string(in->channels()) + " channels");
+    for (double v : *values)
+      if (!std::isfinite(v) || (std::string(what) == "std" && v == 0.0))
+        return fail(where, std::string("image ") + what + " holds " +
+                               std::to_string(v) +
+                               " (finite values; std non-zero)");
+  }
+  if (in->resample() > fa::Resample::MAX)
+    return fail(where, "unknown resample filter " +
+                           std::to_string(static_cast<unsigned>(in->resample())));
+  return Status::ok();
+}
+
+// encode_image runs once per image: every command has its fixed rows or
+// knows its own, and none reads tokens, positions or caches.
+Status Checker::checkImageCommand(const fa::Command &command,
+                                  const std::string &where) {
+  switch (command.op_type()) {
+  case fa::Op::PatchEmbed:
+  case fa::Op::VitAttention:
+  case fa::Op::Conv3x3:
+  case fa::Op::AvgPool:
+    return Status::ok();
+  case fa::Op::MatMul:
+  case fa::Op::LayerNorm:
+    break;
+  case fa::Op::Dispatch:
+    for (const fa::Arg *a : *command.op_as_Dispatch()->args())
+      if (a->kind() == fa::ArgKind::CacheK || a->kind() == fa::ArgKind::CacheV)
+        return fail(where, "an encode_image kernel cannot write a KV cache");
+    break;
+  default:
+    return fail(where, std::string("a ") + rt::commandKind(command.op_type())->name +
+                           " command cannot run in an encode_image program "
+                           "(it needs tokens, positions or caches)");
+  }
+  if (command.rows() == 0)
+    return fail(where, "a command of an encode_image program needs its fixed rows");
   return Status::ok();
 }
 

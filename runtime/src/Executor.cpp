@@ -188,6 +188,10 @@ Status Executor::build(const LoadedModel &model,
     p.maxRows = program->max_rows();
     p.logitsLastRowOnly = program->logits_last_row_only();
     p.logits = builder.rows(*program->logits());
+    if (const fa::ImageInput *image = program->image()) {
+      p.imageOffset = image->buffer()->offset();
+      p.imageFloats = image->buffer()->width();
+    }
     p.steps.reserve(program->commands()->size());
     // Sections follow the artifact's command order: a run of commands of
     // one block (whichever of them this rank drops).
@@ -208,8 +212,10 @@ Status Executor::build(const LoadedModel &model,
       s.command = command;
       s.index = commandIndex;
       s.lastRowOnly = command->last_row_only();
+      s.rows = command->rows();
       s.track = block >= 0 ? command->track() : -1;
-      builder.setCommand(p.phase, commandIndex, s.lastRowOnly ? 1 : p.maxRows);
+      builder.setCommand(p.phase, commandIndex,
+                         s.rows > 0 ? s.rows : s.lastRowOnly ? 1 : p.maxRows);
       auto kernel = commandKind(command->op_type())->build(builder, *command);
       if (!kernel) {
         std::string where = "program '" + p.phase + "' command " +
@@ -336,12 +342,44 @@ int Executor::findProgram(const std::string &phase) const {
   return -1;
 }
 
+Status Executor::runImage(int program, const float *image, int64_t floats) {
+  if (program < 0 || program >= numPrograms() || !isImageProgram(program))
+    return Status::error(name_ + ": no encode_image program " +
+                         std::to_string(program));
+  const Program &p = programs_[program];
+  if (floats != p.imageFloats)
+    return Status::error(name_ + ": program '" + p.phase + "': an image of " +
+                         std::to_string(floats) + " floats, it takes " +
+                         std::to_string(p.imageFloats));
+  FM_RETURN_IF_ERROR(device_->upload(*arena_, p.imageOffset, image,
+                                     uint64_t(floats) * sizeof(float)));
+  // Every command runs on its fixed rows (the static shapes of one image).
+  for (const Step &s : p.steps) {
+    const hal::Launch launch{s.rows > 0 ? s.rows : p.maxRows, 0, nullptr,
+                             nullptr};
+    FM_RETURN_IF_ERROR(s.kernel->run(*queue_, launch));
+  }
+  return queue_->flush(); // a recording device (a GPU) runs them here
+}
+
+Status Executor::readOutput(int program, float *out) {
+  const Program &p = programs_[program];
+  const uint64_t rowBytes = uint64_t(p.logits.width) * sizeof(float);
+  for (int64_t r = 0; r < p.maxRows; ++r)
+    FM_RETURN_IF_ERROR(device_->download(
+        *arena_, p.logits.offset + uint64_t(r) * p.logits.stride * sizeof(float),
+        out + r * p.logits.width, rowBytes));
+  return Status::ok();
+}
+
 Status Executor::run(int program, const int32_t *tokens, int64_t rows,
-                     int64_t pos) {
+                     int64_t pos, const float *const *embedRows) {
   if (program < 0 || program >= numPrograms())
     return Status::error(name_ + ": no program " + std::to_string(program));
   const Program &p = programs_[program];
   const std::string where = name_ + ": program '" + p.phase + "': ";
+  if (p.imageFloats > 0)
+    return Status::error(where + "runs on an image, not on tokens");
   if (rows < 1 || rows > p.maxRows)
     return Status::error(where + std::to_string(rows) +
                          " rows requested, it takes 1 to " +
@@ -364,8 +402,9 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
 
   // A last_row_only step sees a 1-row chunk at the chunk's last position;
   // its buffers hold that one row.
-  const hal::Launch all{rows, pos, tokens};
-  const hal::Launch last{1, pos + rows - 1, tokens ? tokens + rows - 1 : nullptr};
+  const hal::Launch all{rows, pos, tokens, embedRows};
+  const hal::Launch last{1, pos + rows - 1, tokens ? tokens + rows - 1 : nullptr,
+                         embedRows ? embedRows + rows - 1 : nullptr};
   // A device whose kernels record commands (a GPU) runs them at the flush,
   // which also ends a run that failed half way.
   Status status = runSteps(p, all, last);

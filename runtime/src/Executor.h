@@ -82,8 +82,24 @@ public:
 
   /// Runs `program` on `rows` tokens at positions pos .. pos + rows - 1.
   /// Requires 1 <= rows <= max_rows, pos + rows <= every cache's capacity,
-  /// and tokens in [0, vocab) when the program embeds them.
-  Status run(int program, const int32_t *tokens, int64_t rows, int64_t pos);
+  /// and tokens in [0, vocab) when the program embeds them. `embedRows`
+  /// (null, or `rows` pointers): the image tokens that replace the
+  /// embedding of the rows whose pointer is not null.
+  Status run(int program, const int32_t *tokens, int64_t rows, int64_t pos,
+             const float *const *embedRows = nullptr);
+
+  /// Whether `program` is an encode_image program (runImage runs it).
+  bool isImageProgram(int program) const {
+    return programs_[program].imageFloats > 0;
+  }
+  /// Writes the `floats` floats of `image` ([channels][height][width], as
+  /// the program's ImageInput says) into its input buffer and runs it.
+  Status runImage(int program, const float *image, int64_t floats);
+  /// The output of the last run of an encode_image program: max_rows rows
+  /// of its output width, copied to `out` (rows × width floats).
+  Status readOutput(int program, float *out);
+  /// The rows and width of an encode_image program's output.
+  int64_t outputWidth(int program) const { return programs_[program].logits.width; }
 
   /// Row `r` of the logits of the last run of `program` (r < rows, or 0
   /// when the program keeps only the last row's logits): vocab floats,
@@ -126,6 +142,7 @@ private:
     const artifact::Command *command = nullptr; // for setLora
     uint32_t index = 0;                   // in its program's commands
     bool lastRowOnly = false;
+    int64_t rows = 0; // > 0: this many rows whatever the launch (Command.rows)
     int32_t section = -1; // index into Program::sections
     int32_t track = -1;
   };
@@ -144,6 +161,9 @@ private:
     bool logitsLastRowOnly = false;
     bool embeds = false;
     hal::Rows logits;
+    /// encode_image: where the image goes, and its size in floats.
+    uint64_t imageOffset = 0;
+    int64_t imageFloats = 0;
     std::vector<Step> steps;
     std::vector<Section> sections;
   };

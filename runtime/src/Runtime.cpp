@@ -50,6 +50,8 @@ struct Model::Impl {
   std::unique_ptr<Expected<Tokenizer>> tokenizer;
   std::string signedBy;
   uint64_t sessionBytes = 0, copiedWeights = 0;
+  bool hasImage = false, hasDecoder = false;
+  ImageEncoderInfo image;
 };
 
 namespace {
@@ -267,6 +269,25 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
     impl->caches.push_back(std::move(info));
   }
   for (const fa::Program *p : *root.programs()) {
+    if (const fa::ImageInput *in = p->image()) {
+      ImageEncoderInfo &e = impl->image;
+      impl->hasImage = true;
+      e.channels = in->channels();
+      e.height = in->height();
+      e.width = in->width();
+      for (int64_t c = 0; c < e.channels; ++c) {
+        e.mean.push_back(in->mean() ? in->mean()->Get(c) : 0.0);
+        e.std.push_back(in->std() ? in->std()->Get(c) : 1.0);
+      }
+      e.resample = in->resample() == fa::Resample::Bilinear ? "bilinear" : "bicubic";
+      e.tokens = p->max_rows();
+      e.tokenWidth = p->logits()->width();
+      e.imageTokenIndex = root.image_token_index();
+    } else {
+      impl->hasDecoder = true;
+    }
+  }
+  for (const fa::Program *p : *root.programs()) {
     ProgramInfo info;
     info.phase = str(p->phase());
     info.maxRows = p->max_rows();
@@ -381,6 +402,10 @@ Status Model::checkFile(bool weights) const {
   }
   return Status::ok();
 }
+const ImageEncoderInfo *Model::imageEncoder() const {
+  return impl_->hasImage ? &impl_->image : nullptr;
+}
+bool Model::hasDecoder() const { return impl_->hasDecoder; }
 
 const ProgramInfo *Model::program(const std::string &phase) const {
   for (const ProgramInfo &p : impl_->programs)
@@ -409,8 +434,59 @@ struct Session::Impl {
   std::vector<int32_t> context; // the tokens at positions 0 .. position - 1
   std::vector<float> allLogits;
   int64_t decodeTokens = 0, decodeCollectives = 0;
+  /// Image tokens: a VLM's pending images, one after the other (an encoder
+  /// alone keeps its last image's); per prompt row, its image token or null.
+  std::vector<float> imageRows;
+  int64_t pendingImages = 0;
+  std::vector<const float *> embedRows;
 
   std::string prefix() const { return model->name() + ": "; }
+
+  /// The error of a prompt whose placeholders do not take the pending
+  /// images exactly; fills embedRows (one pointer per token) when they do.
+  Status placeImages(const int32_t *tokens, int64_t n) {
+    embedRows.clear();
+    const ImageEncoderInfo *e = model->imageEncoder();
+    if (!e || e->imageTokenIndex < 0)
+      return Status::ok();
+    const int64_t per = e->tokens, id = e->imageTokenIndex;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i)
+      count += tokens[i] == id;
+    auto images = [](int64_t k) {
+      return std::to_string(k) + (k == 1 ? " image" : " images");
+    };
+    if (count != per * pendingImages)
+      return Status::error(
+          prefix() + "the prompt has " + std::to_string(count) +
+          " image placeholders (token " + std::to_string(id) + ") but " +
+          images(pendingImages) + (pendingImages == 1 ? " was" : " were") +
+          " encoded: each image takes " + std::to_string(per) +
+          " consecutive placeholders");
+    for (int64_t i = 0; i < n;) {
+      if (tokens[i] != id) {
+        ++i;
+        continue;
+      }
+      int64_t end = i;
+      while (end < n && tokens[end] == id)
+        ++end;
+      if ((end - i) % per != 0)
+        return Status::error(prefix() + "a run of " + std::to_string(end - i) +
+                             " image placeholders at position " +
+                             std::to_string(i) + " is not a whole number of "
+                             "images (" + std::to_string(per) + " tokens each)");
+      i = end;
+    }
+    if (count == 0)
+      return Status::ok();
+    embedRows.assign(static_cast<size_t>(n), nullptr);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (tokens[i] == id)
+        embedRows[i] = imageRows.data() + (k++) * e->tokenWidth;
+    return Status::ok();
+  }
 
   /// The first program of `phases` the model has, or -1.
   int pick(std::initializer_list<const char *> phases) const {
@@ -524,8 +600,12 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
   if (chunk < 0)
     return Status::error(s.prefix() + "prefill chunk " + std::to_string(chunk) +
                          " is negative");
+  if (!s.model->hasDecoder())
+    return Status::error(s.prefix() + "is an image encoder alone (no decoder): "
+                                      "it runs on images, not on tokens");
   FM_RETURN_IF_ERROR(s.checkTokens(tokens, n));
   FM_RETURN_IF_ERROR(s.checkRoom(n));
+  FM_RETURN_IF_ERROR(s.placeImages(tokens, n));
 
   int program;
   if (chunk == 1)
@@ -552,7 +632,9 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
   const float *last = nullptr;
   for (int64_t off = 0; off < n; off += rowsPerCall) {
     const int64_t rows = std::min(rowsPerCall, n - off);
-    FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position));
+    FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position,
+                             s.embedRows.empty() ? nullptr
+                                                 : s.embedRows.data() + off));
     s.position += rows;
     s.context.insert(s.context.end(), tokens + off, tokens + off + rows);
     if (allLogits)
@@ -568,6 +650,12 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
       return lastRow.status();
     last = *lastRow;
   }
+  // The prompt used the pending images up.
+  if (!s.embedRows.empty() || s.pendingImages > 0) {
+    s.embedRows.clear();
+    s.imageRows.clear();
+    s.pendingImages = 0;
+  }
   Logits result;
   result.vocab = vocab;
   if (allLogits) {
@@ -580,11 +668,56 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
   return result;
 }
 
+Expected<ImageTokens> Session::encodeImage(const float *image, int64_t count) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  FM_RETURN_IF_ERROR(s.model->impl().artifact->checkUnchanged());
+  const ImageEncoderInfo *e = s.model->imageEncoder();
+  if (!e)
+    return Status::error(s.prefix() + "has no image encoder (no encode_image "
+                                      "program): it takes no images");
+  const int64_t want = e->channels * e->height * e->width;
+  if (!image || count != want)
+    return Status::error(
+        s.prefix() + "the image encoder takes a [" +
+        std::to_string(e->channels) + ", " + std::to_string(e->height) + ", " +
+        std::to_string(e->width) + "] float32 tensor (" + std::to_string(want) +
+        " floats), got " + std::to_string(image ? count : 0) + " floats");
+  rt::Executor &x = *s.exec;
+  const int program = x.findProgram("encode_image");
+  FM_RETURN_IF_ERROR(x.runImage(program, image, count));
+  const int64_t floats = e->tokens * e->tokenWidth;
+  // A VLM keeps every image for the next prompt; an encoder alone, the last.
+  if (e->imageTokenIndex < 0)
+    s.imageRows.clear();
+  const size_t at = s.imageRows.size();
+  s.imageRows.resize(at + static_cast<size_t>(floats));
+  FM_RETURN_IF_ERROR(x.readOutput(program, s.imageRows.data() + at));
+  if (e->imageTokenIndex >= 0)
+    s.pendingImages += 1;
+  ImageTokens t;
+  t.data = s.imageRows.data() + at;
+  t.rows = e->tokens;
+  t.width = e->tokenWidth;
+  return t;
+}
+
+int64_t Session::pendingImages() const { return impl_->pendingImages; }
+
+void Session::clearImages() {
+  impl_->imageRows.clear();
+  impl_->pendingImages = 0;
+}
+
 Expected<const float *> Session::decode(int32_t token) {
   Impl &s = *impl_;
   if (!s.status)
     return s.status;
   FM_RETURN_IF_ERROR(s.model->impl().artifact->checkUnchanged());
+  if (!s.model->hasDecoder())
+    return Status::error(s.prefix() + "is an image encoder alone (no decoder): "
+                                      "it runs on images, not on tokens");
   FM_RETURN_IF_ERROR(s.checkTokens(&token, 1));
   FM_RETURN_IF_ERROR(s.checkRoom(1));
   int program = s.pick({"decode", "prefill_last", "prefill"});

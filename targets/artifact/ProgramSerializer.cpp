@@ -85,6 +85,14 @@ private:
   }
   /// The buffer fm-plan-memory gave `v`, in bytes.
   fa::BufferRef buffer(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      // An encode_image phase's image: one row of all its floats.
+      auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      auto off = fn->getAttrOfType<IntegerAttr>(fmk::FmkDialect::kImageBufferAttr);
+      const int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+      return fa::BufferRef(4 * uint64_t(off ? off.getInt() : 0), uint32_t(4 * n),
+                           uint32_t(n));
+    }
     Operation *def = v.getDefiningOp();
     auto offs = def->getAttrOfType<DenseI64ArrayAttr>(fmk::FmkDialect::kBuffersAttr);
     const unsigned n = cast<OpResult>(v).getResultNumber();
@@ -96,6 +104,10 @@ private:
   llvm::Expected<flatbuffers::Offset<fa::Command>>
   command(Operation &op, const std::string &phase, bool multiRow,
           const Placement &at);
+  /// The image command of `op` (encode_image), or a null offset.
+  flatbuffers::Offset<void> visionCommand(Operation &op, fa::Op &kind);
+  flatbuffers::Offset<fa::ImageInput> imageInput(func::FuncOp fn);
+  int32_t optWeight(Value w) { return w ? (int32_t)weightIndex(w) : -1; }
   llvm::Error commands(Block &block, const std::string &phase, bool multiRow,
                        const Placement &at,
                        std::vector<flatbuffers::Offset<fa::Command>> &out);
@@ -125,9 +137,14 @@ Serializer::command(Operation &op, const std::string &phase, bool multiRow,
     for (Value w : mm.getWeights())
       ws.push_back(weightIndex(w));
     auto x = buffer(mm.getInput()), y = buffer(mm.getResult());
+    fa::Activation act = fa::Activation::None;
+    if (auto a = mm.getActivation())
+      act = *a == fmk::Activation::gelu_tanh    ? fa::Activation::GeluTanh
+            : *a == fmk::Activation::quick_gelu ? fa::Activation::QuickGelu
+                                                : fa::Activation::Gelu;
     body = fa::CreateMatMul(fbb, &x, fbb.CreateVector(ws), &y,
                             cols(mm.getInput()), cols(mm.getResult()),
-                            bool(mm.getAcc()))
+                            bool(mm.getAcc()), optWeight(mm.getBias()), act)
                .Union();
     kind = fa::Op::MatMul;
   } else if (auto a = dyn_cast<fmk::AttentionOp>(op)) {
@@ -204,12 +221,27 @@ Serializer::command(Operation &op, const std::string &phase, bool multiRow,
     auto src = buffer(t.getInput()), dst = buffer(t.getResult());
     body = fa::CreateCopyLastRow(fbb, &src, &dst).Union();
     kind = fa::Op::CopyLastRow;
-  } else if (isa<mlir::fm::ParamOp, fmk::YieldOp, func::ReturnOp>(op)) {
+  } else if (isa<mlir::fm::ParamOp, fmk::YieldOp, func::ReturnOp,
+                 fmk::DropRowsOp>(op)) {
+    // (A drop_rows view is planned inside its input's buffer: no command.)
     return flatbuffers::Offset<fa::Command>();
+  } else if (flatbuffers::Offset<void> v = visionCommand(op, kind); !v.IsNull()) {
+    body = v;
   } else {
     return error("phase '" + phase + "': cannot write op '" +
                  op.getName().getStringRef() +
                  "' (not lowered to the kernel level)");
+  }
+  // encode_image has static shapes: every command runs on the rows its
+  // activations have, whatever the launch.
+  uint32_t fixedRows = 0;
+  if (phase == mlir::fm::ModelOp::kImagePhase) {
+    for (Value v : llvm::concat<Value>(op.getResults(), op.getOperands()))
+      if (isActivation(v)) {
+        fixedRows = uint32_t(cast<RankedTensorType>(v.getType()).getShape()[0]);
+        break;
+      }
+    multiRow = false;
   }
   // A command runs on the last row only when its activations have one row
   // inside a multi-row program (after fmk.take_last).
@@ -222,7 +254,73 @@ Serializer::command(Operation &op, const std::string &phase, bool multiRow,
   }
   return fa::CreateCommand(fbb, kind, body,
                            fbb.CreateString(target::layerName(op.getLoc())), lastOnly,
-                           at.block, at.track, at.rank);
+                           at.block, at.track, at.rank, fixedRows);
+}
+
+flatbuffers::Offset<void> Serializer::visionCommand(Operation &op,
+                                                    fa::Op &kind) {
+  auto &fbb = fbb_;
+  if (auto pe = dyn_cast<fmk::PatchEmbedOp>(op)) {
+    auto img = cast<RankedTensorType>(pe.getImage().getType()).getShape();
+    auto image = buffer(pe.getImage()), out = buffer(pe.getResult());
+    kind = fa::Op::PatchEmbed;
+    return fa::CreatePatchEmbed(fbb, &image, &out, img[0], img[1], img[2],
+                                pe.getPatch(), weightIndex(pe.getWeight()),
+                                weightIndex(pe.getBias()), optWeight(pe.getPos()),
+                                optWeight(pe.getRegisters()))
+        .Union();
+  }
+  if (auto ln = dyn_cast<fmk::LayerNormOp>(op)) {
+    auto x = buffer(ln.getInput()), y = buffer(ln.getResult());
+    kind = fa::Op::LayerNorm;
+    return fa::CreateLayerNorm(fbb, &x, &y, weightIndex(ln.getWeight()),
+                               weightIndex(ln.getBias()),
+                               (float)ln.getEps().convertToDouble())
+        .Union();
+  }
+  if (auto va = dyn_cast<fmk::VitAttentionOp>(op)) {
+    auto qkv = buffer(va.getQkv()), out = buffer(va.getResult());
+    kind = fa::Op::VitAttention;
+    return fa::CreateVitAttention(
+               fbb, &qkv, &out, va.getNumRegisters(), va.getGrid()[0],
+               va.getGrid()[1], va.getNumHeads(), va.getHeadDim(),
+               (float)va.getScale().convertToDouble(), va.getWindow(),
+               optWeight(va.getRelPosH()), optWeight(va.getRelPosW()),
+               optWeight(va.getPad()))
+        .Union();
+  }
+  if (auto cv = dyn_cast<fmk::Conv3x3Op>(op)) {
+    auto x = buffer(cv.getInput()), y = buffer(cv.getResult());
+    kind = fa::Op::Conv3x3;
+    return fa::CreateConv3x3(fbb, &x, &y, cv.getGrid()[0], cv.getGrid()[1],
+                             weightIndex(cv.getWeight()), optWeight(cv.getBias()))
+        .Union();
+  }
+  if (auto ap = dyn_cast<fmk::AvgPoolOp>(op)) {
+    auto x = buffer(ap.getInput()), y = buffer(ap.getResult());
+    kind = fa::Op::AvgPool;
+    return fa::CreateAvgPool(fbb, &x, &y, ap.getGrid(), ap.getOutGrid()).Union();
+  }
+  return {};
+}
+
+flatbuffers::Offset<fa::ImageInput> Serializer::imageInput(func::FuncOp fn) {
+  auto &fbb = fbb_;
+  BlockArgument image = fn.getBody().front().getArgument(0);
+  auto shape = cast<RankedTensorType>(image.getType()).getShape();
+  fa::BufferRef ref = buffer(image);
+  auto values = [&](std::optional<ArrayRef<double>> v) {
+    return v ? fbb.CreateVector(v->data(), v->size())
+             : flatbuffers::Offset<flatbuffers::Vector<double>>();
+  };
+  auto mean = values(model_.getImageMean());
+  auto stdev = values(model_.getImageStd());
+  const fa::Resample resample = model_.getImageResample() &&
+                                        *model_.getImageResample() == "bilinear"
+                                    ? fa::Resample::Bilinear
+                                    : fa::Resample::Bicubic;
+  return fa::CreateImageInput(fbb, &ref, shape[0], shape[1], shape[2], mean,
+                              stdev, resample);
 }
 
 llvm::Error
@@ -261,6 +359,7 @@ Serializer::program(func::FuncOp fn) {
   if (!maxRows || !arena)
     return error("phase '" + phase + "' has no memory plan (run fm-plan-memory)");
   const bool multiRow = maxRows.getInt() > 1;
+  const bool image = phase == mlir::fm::ModelOp::kImagePhase;
   std::vector<flatbuffers::Offset<fa::Command>> cmds;
   if (llvm::Error e = commands(fn.getBody().front(), phase, multiRow, {}, cmds))
     return std::move(e);
@@ -271,9 +370,13 @@ Serializer::program(func::FuncOp fn) {
   out_.commandsPerPhase[phase] = cmds.size();
   out_.arenaBytes = std::max<uint64_t>(out_.arenaBytes, 4 * arena.getInt());
   auto logitsRef = buffer(logits);
-  return fa::CreateProgram(fbb_, fbb_.CreateString(phase), maxRows.getInt(),
+  auto input = image ? imageInput(fn) : flatbuffers::Offset<fa::ImageInput>();
+  auto phaseName = fbb_.CreateString(phase);
+  auto commandList = fbb_.CreateVector(cmds);
+  return fa::CreateProgram(fbb_, phaseName, maxRows.getInt(),
                            4 * uint64_t(arena.getInt()), &logitsRef,
-                           multiRow && isOneRow(logits), fbb_.CreateVector(cmds));
+                           !image && multiRow && isOneRow(logits), commandList,
+                           input);
 }
 
 llvm::Expected<SerializedProgram> Serializer::run() {
@@ -389,7 +492,8 @@ llvm::Expected<SerializedProgram> Serializer::run() {
       fbb.CreateVector(wtab), plan_.dataSize, &zero, &zero,
       fbb.CreateVector(caches), fbb.CreateVector(programs),
       fbb.CreateVector(exes), out_.ranks, out_.numTracks, out_.numTrackBlocks,
-      &zero, tokenizer);
+      &zero, tokenizer,
+      model_.getImageTokenIndex() ? int32_t(*model_.getImageTokenIndex()) : -1);
   fbb.FinishSizePrefixed(root, format::kFileIdentifier);
 
   out_.head.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());

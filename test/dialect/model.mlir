@@ -1,4 +1,4 @@
-// Round trip of the model structure: fm.model, fm.kv_cache (f32/f16/bf16/i8) and phase functions marked fm.phase (prefill, prefill_last, decode, encode).
+// Round trip of the model structure: fm.model, fm.kv_cache (f32/f16/bf16/i8) and phase functions marked fm.phase (prefill, prefill_last, decode, encode_image).
 // RUN: fm-opt %s -split-input-file | fm-opt -split-input-file | FileCheck %s
 // RUN: fm-opt %s -split-input-file > %t.1 && fm-opt %t.1 -split-input-file > %t.2 && diff %t.1 %t.2
 
@@ -49,13 +49,13 @@ fm.model @half_caches attributes {family = "pt_moe", vocab_size = 100 : i64, hid
 
 // -----
 
-// An encoder: no cache, one "encode" phase with a static image input.
+// An encoder: no cache, one "encode_image" phase with a static image input.
 // CHECK-LABEL: fm.model @vit_only
 // CHECK-SAME: family = "vit"
 // CHECK-NOT: fm.kv_cache
-// CHECK: func.func @encode(%{{.*}}: tensor<3x32x32xf32>) -> tensor<16x8xf32> attributes {fm.phase = "encode"}
+// CHECK: func.func @encode(%{{.*}}: tensor<3x32x32xf32>) -> tensor<16x8xf32> attributes {fm.phase = "encode_image"}
 fm.model @vit_only attributes {family = "vit", vocab_size = 1 : i64, hidden_size = 8 : i64} {
-  func.func @encode(%image: tensor<3x32x32xf32>) -> tensor<16x8xf32> attributes {fm.phase = "encode"} {
+  func.func @encode(%image: tensor<3x32x32xf32>) -> tensor<16x8xf32> attributes {fm.phase = "encode_image"} {
     %w = fm.param "vision.patch_embed.weight" : tensor<8x3x8x8xf32>
     %b = fm.param "vision.patch_embed.bias" : tensor<8xf32>
     %p = fm.patch_embed %image, %w, %b {patch_size = 8 : i64} : tensor<3x32x32xf32>, tensor<8x3x8x8xf32>, tensor<8xf32> -> tensor<16x8xf32>

@@ -102,7 +102,7 @@ fm.model @outer attributes {family = "llama", vocab_size = 128 : i64, hidden_siz
 
 // fm.phase names one of the three phases ...
 fm.model @tiny attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
-  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode"}}
+  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode_image"}}
   func.func @train(%x: tensor<?x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "train"} {
     return %x : tensor<?x64xf32>
   }
@@ -112,7 +112,7 @@ fm.model @tiny attributes {family = "llama", vocab_size = 128 : i64, hidden_size
 
 // ... as a string.
 fm.model @tiny attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
-  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode"}}
+  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode_image"}}
   func.func @prefill(%x: tensor<?x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = 0 : i64} {
     return %x : tensor<?x64xf32>
   }
@@ -122,7 +122,7 @@ fm.model @tiny attributes {family = "llama", vocab_size = 128 : i64, hidden_size
 
 // Phase names are case-sensitive.
 fm.model @tiny attributes {family = "llama", vocab_size = 128 : i64, hidden_size = 64 : i64} {
-  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode"}}
+  // expected-error @+1 {{'fm.phase' must be "prefill", "prefill_last", "decode" or "encode_image"}}
   func.func @decode(%x: tensor<?x64xf32>) -> tensor<?x64xf32> attributes {fm.phase = "Decode"} {
     return %x : tensor<?x64xf32>
   }

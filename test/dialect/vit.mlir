@@ -121,10 +121,10 @@ func.func @vl_adapter_1x1(%h: tensor<?x32xf32>) -> tensor<16x48xf32> {
 
 // -----
 
-// A whole (tiny) encoder as an fm.model "encode" phase: patches, register, norm, window attention, residual, adapter.
+// A whole (tiny) encoder as an fm.model "encode_image" phase: patches, register, norm, window attention, residual, adapter.
 // CHECK-LABEL: fm.model @vit_tiny
 // CHECK: func.func @encode
-// CHECK-SAME: attributes {fm.phase = "encode"}
+// CHECK-SAME: attributes {fm.phase = "encode_image"}
 // CHECK: fm.patch_embed
 // CHECK-NEXT: fm.param "vision.registers"
 // CHECK-NEXT: fm.register_tokens
@@ -133,7 +133,7 @@ func.func @vl_adapter_1x1(%h: tensor<?x32xf32>) -> tensor<16x48xf32> {
 // CHECK-NEXT: fm.add
 // CHECK: fm.vl_adapter
 fm.model @vit_tiny attributes {family = "vit", vocab_size = 1 : i64, hidden_size = 32 : i64} {
-  func.func @encode(%image: tensor<3x32x32xf32>) -> tensor<4x64xf32> attributes {fm.phase = "encode"} {
+  func.func @encode(%image: tensor<3x32x32xf32>) -> tensor<4x64xf32> attributes {fm.phase = "encode_image"} {
     %pw = fm.param "vision.patch_embed.weight" : tensor<32x3x8x8xf32>
     %pb = fm.param "vision.patch_embed.bias" : tensor<32xf32>
     %p = fm.patch_embed %image, %pw, %pb {patch_size = 8 : i64} : tensor<3x32x32xf32>, tensor<32x3x8x8xf32>, tensor<32xf32> -> tensor<16x32xf32>

@@ -1,4 +1,4 @@
-// Diagnostics of the ViT encoder ops: fm.patch_embed, fm.register_tokens, fm.layer_norm, fm.vit_attention (grid, heads, window, token count, weights) and fm.vl_adapter (grid, pooling, conv kernel, weights), with their ODS constraints.
+// Diagnostics of the ViT encoder ops: fm.patch_embed, fm.register_tokens, fm.layer_norm, fm.vit_attention (grid, heads, window, relative positions, token count, weights), fm.drop_registers and fm.vl_adapter (grid, pooling, conv kernel, weights), with their ODS constraints.
 // RUN: fm-opt %s -split-input-file -verify-diagnostics
 
 func.func @patch_size_zero(%img: tensor<3x64x64xf32>, %w: tensor<32x3x8x8xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32> {
@@ -57,7 +57,7 @@ func.func @patch_bias(%img: tensor<3x64x64xf32>, %w: tensor<32x3x8x8xf32>) -> te
 // The position table covers the patches only (registers come later).
 func.func @patch_pos(%img: tensor<3x64x64xf32>, %w: tensor<32x3x8x8xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32> {
   %pos = fm.param "vision.pos_embed" : tensor<65x32xf32>
-  // expected-error @+1 {{'fm.patch_embed' op patch_embed: pos weight 'vision.pos_embed' has shape [65, 32], expected [64, 32] (patches x dim)}}
+  // expected-error @+1 {{'fm.patch_embed' op patch_embed: pos weight 'vision.pos_embed' has shape [65, 32], expected [64, 32] (patches x dim, or [1, 8, 8, dim])}}
   %p = fm.patch_embed %img, %w, %b pos(%pos : tensor<65x32xf32>) {patch_size = 8 : i64} : tensor<3x64x64xf32>, tensor<32x3x8x8xf32>, tensor<32xf32> -> tensor<64x32xf32>
   return %p : tensor<64x32xf32>
 }
@@ -224,19 +224,50 @@ func.func @vit_window_zero(%x: tensor<65x32xf32>, %qkv: tensor<96x32xf32>, %o: t
 
 // -----
 
-func.func @vit_window_not_tiling(%x: tensor<65x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<65x32xf32> {
-  // expected-error @+1 {{'fm.vit_attention' op vit layer 2: window 3 does not tile the 8x8 patch grid}}
-  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) {layer = 2 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention window>, window = 3 : i64, grid = array<i64: 8, 8>, num_registers = 1 : i64} : tensor<65x32xf32> -> tensor<65x32xf32>
+// A window that does not tile the grid is fine (the grid is zero-padded), but
+// a window layer's relative-position tables span the window.
+func.func @vit_rel_pos_window(%x: tensor<65x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<65x32xf32> {
+  %rh = fm.param "vision.blocks.2.attn.rel_pos_h" : tensor<15x16xf32>
+  %rw = fm.param "vision.blocks.2.attn.rel_pos_w" : tensor<15x16xf32>
+  // expected-error @+1 {{'fm.vit_attention' op vit layer 2: rel_pos_h weight 'vision.blocks.2.attn.rel_pos_h' has shape [15, 16], expected [5, 16] (2 x window - 1 positions of head_dim)}}
+  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) rel_pos_h(%rh : tensor<15x16xf32>) rel_pos_w(%rw : tensor<15x16xf32>) {layer = 2 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention window>, window = 3 : i64, grid = array<i64: 8, 8>, num_registers = 1 : i64} : tensor<65x32xf32> -> tensor<65x32xf32>
   return %a : tensor<65x32xf32>
 }
 
 // -----
 
-// Each grid side must be a multiple of the window, not only their product.
-func.func @vit_window_not_tiling_rect(%x: tensor<49x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<49x32xf32> {
-  // expected-error @+1 {{'fm.vit_attention' op vit layer 0: window 4 does not tile the 6x8 patch grid}}
-  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention window>, window = 4 : i64, grid = array<i64: 6, 8>, num_registers = 1 : i64} : tensor<49x32xf32> -> tensor<49x32xf32>
-  return %a : tensor<49x32xf32>
+// A global layer's tables span the grid.
+func.func @vit_rel_pos_global(%x: tensor<65x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<65x32xf32> {
+  %rh = fm.param "rh" : tensor<15x16xf32>
+  %rw = fm.param "rw" : tensor<15x8xf32>
+  // expected-error @+1 {{'fm.vit_attention' op vit layer 1: rel_pos_w weight 'rw' has shape [15, 8], expected [15, 16] (2 x grid - 1 positions of head_dim (a global layer spans the grid))}}
+  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) rel_pos_h(%rh : tensor<15x16xf32>) rel_pos_w(%rw : tensor<15x8xf32>) {layer = 1 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention global>, grid = array<i64: 8, 8>, num_registers = 1 : i64} : tensor<65x32xf32> -> tensor<65x32xf32>
+  return %a : tensor<65x32xf32>
+}
+
+// -----
+
+func.func @vit_rel_pos_half(%x: tensor<65x32xf32>, %qkv: tensor<96x32xf32>, %o: tensor<32x32xf32>) -> tensor<65x32xf32> {
+  %rh = fm.param "rh" : tensor<15x16xf32>
+  // expected-error @+1 {{'fm.vit_attention' op vit layer 1: relative positions need both rel_pos_h and rel_pos_w}}
+  %a = fm.vit_attention %x qkv(%qkv : tensor<96x32xf32>) o(%o : tensor<32x32xf32>) rel_pos_h(%rh : tensor<15x16xf32>) {layer = 1 : i64, num_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, mode = #fm<vit_attention global>, grid = array<i64: 8, 8>, num_registers = 1 : i64} : tensor<65x32xf32> -> tensor<65x32xf32>
+  return %a : tensor<65x32xf32>
+}
+
+// -----
+
+func.func @drop_registers_result(%x: tensor<65x32xf32>) -> tensor<65x32xf32> {
+  // expected-error @+1 {{'fm.drop_registers' op drop_registers: result must be [64, 32], got [65, 32]}}
+  %p = fm.drop_registers %x {num_registers = 1 : i64} : tensor<65x32xf32> -> tensor<65x32xf32>
+  return %p : tensor<65x32xf32>
+}
+
+// -----
+
+func.func @drop_registers_too_many(%x: tensor<2x32xf32>) -> tensor<0x32xf32> {
+  // expected-error @+1 {{'fm.drop_registers' op drop_registers: 2 tokens hold fewer than 3 registers}}
+  %p = fm.drop_registers %x {num_registers = 3 : i64} : tensor<2x32xf32> -> tensor<0x32xf32>
+  return %p : tensor<0x32xf32>
 }
 
 // -----
@@ -368,8 +399,8 @@ func.func @adapter_tokens_negative(%h: tensor<65x32xf32>, %pw: tensor<64x32xf32>
 // -----
 
 func.func @adapter_cannot_pool(%h: tensor<65x32xf32>, %pw: tensor<64x32xf32>, %pb: tensor<64xf32>, %cw: tensor<64x64x3x3xf32>, %cb: tensor<64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'fm.vl_adapter' op vl_adapter: cannot pool the 8x8 patch grid to 3x3}}
-  %t = fm.vl_adapter %h proj(%pw, %pb : tensor<64x32xf32>, tensor<64xf32>) conv(%cw, %cb : tensor<64x64x3x3xf32>, tensor<64xf32>) {grid = array<i64: 8, 8>, num_registers = 1 : i64, conv_kernel = 3 : i64, num_tokens = 9 : i64} : tensor<65x32xf32> -> tensor<4x64xf32>
+  // expected-error @+1 {{'fm.vl_adapter' op vl_adapter: cannot pool the 8x8 patch grid to 9x9 tokens (the adapter grid must be at most the patch grid)}}
+  %t = fm.vl_adapter %h proj(%pw, %pb : tensor<64x32xf32>, tensor<64xf32>) conv(%cw, %cb : tensor<64x64x3x3xf32>, tensor<64xf32>) {grid = array<i64: 8, 8>, num_registers = 1 : i64, conv_kernel = 3 : i64, num_tokens = 81 : i64} : tensor<65x32xf32> -> tensor<4x64xf32>
   return %t : tensor<4x64xf32>
 }
 
@@ -463,5 +494,13 @@ func.func @adapter_result(%h: tensor<65x32xf32>, %pw: tensor<64x32xf32>, %pb: te
 func.func @adapter_no_grid(%h: tensor<65x32xf32>, %pw: tensor<64x32xf32>, %pb: tensor<64xf32>, %cw: tensor<64x64x3x3xf32>, %cb: tensor<64xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{'fm.vl_adapter' op requires attribute 'grid'}}
   %t = fm.vl_adapter %h proj(%pw, %pb : tensor<64x32xf32>, tensor<64xf32>) conv(%cw, %cb : tensor<64x64x3x3xf32>, tensor<64xf32>) {num_registers = 1 : i64, conv_kernel = 3 : i64, num_tokens = 4 : i64} : tensor<65x32xf32> -> tensor<4x64xf32>
+  return %t : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @adapter_grid_not_square(%h: tensor<49x32xf32>, %pw: tensor<64x32xf32>, %pb: tensor<64xf32>, %cw: tensor<64x64x3x3xf32>, %cb: tensor<64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'fm.vl_adapter' op vl_adapter: the adapter pools a square patch grid, got 6x8}}
+  %t = fm.vl_adapter %h proj(%pw, %pb : tensor<64x32xf32>, tensor<64xf32>) conv(%cw, %cb : tensor<64x64x3x3xf32>, tensor<64xf32>) {grid = array<i64: 6, 8>, num_registers = 1 : i64, conv_kernel = 3 : i64, num_tokens = 4 : i64} : tensor<49x32xf32> -> tensor<4x64xf32>
   return %t : tensor<4x64xf32>
 }

@@ -3,11 +3,14 @@
 // it picks or is told (--device); with text (--prompt, --chat: TextRun.h)
 // through the artifact's tokenizer. Started by mpirun, it runs a model
 // partitioned over ranks as one process per rank; rank 0 samples, prints
-// and writes files.
+// and writes files. Images (--image, --image-tensor) go through the model's
+// image encoder first: a VLM's prompt placeholders take their tokens, an
+// encoder alone writes them (--image-tokens-out).
 #include "TextRun.h"
 
-#include "fm/minisign.h"
 #include "fm/adapter.h"
+#include "fm/image.h"
+#include "fm/minisign.h"
 #include "fm/npy.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
@@ -52,6 +55,9 @@ struct Args {
   std::vector<std::string> trustedKeys; // public key files
   uint64_t maxMemory = 0;               // bytes; 0: physical memory
   std::vector<std::string> adapters; // "a.fmba[:scale]"
+  /// --image and --image-tensor, in the order given: (is a tensor, path).
+  std::vector<std::pair<bool, std::string>> images;
+  std::string imageTokensOut;
 };
 
 // "a.fmba[:scale]": the scale after the last ':' when it is a number (a
@@ -79,6 +85,47 @@ bool parseAdapter(const std::string &text, std::string *path, float *scale,
   *error = "--adapter '" + text + "': the scale after ':' ('" + tail +
            "') is not a number";
   return false;
+}
+
+// An image as the encoder's input tensor: a PNG/JPEG file preprocessed as
+// the artifact says, or a [channels, height, width] float32 .npy as is.
+fm::Expected<std::vector<float>> loadImage(const fm::ImageEncoderInfo &e,
+                                           bool tensor, const std::string &path) {
+  if (tensor) {
+    fm::NpyArray a;
+    std::string error;
+    if (!fm::readNpyF32(path, &a, &error))
+      return fm::Status::error("--image-tensor " + error);
+    const std::vector<int64_t> want = {e.channels, e.height, e.width};
+    if (a.shape != want) {
+      std::string got;
+      for (int64_t d : a.shape)
+        got += (got.empty() ? "" : ", ") + std::to_string(d);
+      return fm::Status::error("--image-tensor " + path + ": shape [" + got +
+                               "], the image encoder takes [" +
+                               std::to_string(e.channels) + ", " +
+                               std::to_string(e.height) + ", " +
+                               std::to_string(e.width) + "] float32");
+    }
+    return std::move(a.data);
+  }
+  if (e.channels != 3 || e.height != e.width)
+    return fm::Status::error(
+        "--image " + path + ": the image encoder takes a [" +
+        std::to_string(e.channels) + ", " + std::to_string(e.height) + ", " +
+        std::to_string(e.width) +
+        "] tensor, not a square RGB image: give it with --image-tensor");
+  fm::image::Preprocess p;
+  p.size = e.height;
+  auto filter = fm::image::parseResample(e.resample);
+  if (!filter)
+    return filter.status();
+  p.resample = *filter;
+  for (int c = 0; c < 3; ++c) {
+    p.mean[c] = e.mean[c];
+    p.std[c] = e.std[c];
+  }
+  return fm::image::preprocessImageFile(path, p);
 }
 
 // --activations (checked by CLI11 to be one of these names).
@@ -194,10 +241,16 @@ int run(const Args &args, fm::Communicator *comm) {
   double loadMs = 0.0;
   std::string error = [&]() -> std::string {
     std::string e;
-    if (args.tokens.empty())
+    const bool imagesOnly = args.tokens.empty() && !args.images.empty();
+    if (args.tokens.empty() && args.images.empty())
       return "--tokens (token ids), --prompt/--prompt-file or --chat (text) "
-             "is required";
-    if (!parseTokens(args.tokens, &tokens, &e))
+             "is required, or --image / --image-tensor for an image encoder";
+    if (!args.imageTokensOut.empty() && args.images.empty())
+      return "--image-tokens-out needs an --image or --image-tensor";
+    if (imagesOnly && args.imageTokensOut.empty())
+      return "images without --tokens: say where their tokens go with "
+             "--image-tokens-out FILE.npy";
+    if (!args.tokens.empty() && !parseTokens(args.tokens, &tokens, &e))
       return e;
     if (args.score && args.logitsOut.empty())
       return "--score needs --logits-out FILE.npy";
@@ -226,6 +279,26 @@ int run(const Args &args, fm::Communicator *comm) {
     if (leader && !model->signedBy().empty())
       std::fprintf(stderr, "fm-run: signed by trusted key %s\n",
                    model->signedBy().c_str());
+    if (!args.images.empty() && !model->imageEncoder())
+      return model->name() + " has no image encoder (no encode_image program): "
+                             "it takes no --image";
+    if (!tokens.empty() && !model->hasDecoder())
+      return model->name() + " is an image encoder alone (no decoder): it runs "
+                             "on --image or --image-tensor, not on --tokens";
+    if (model->imageEncoder() && !tokens.empty() &&
+        model->imageEncoder()->imageTokenIndex >= 0) {
+      const fm::ImageEncoderInfo &ie = *model->imageEncoder();
+      int64_t placeholders = 0;
+      for (int32_t t : tokens)
+        placeholders += t == ie.imageTokenIndex;
+      const int64_t want = ie.tokens * int64_t(args.images.size());
+      if (placeholders != want)
+        return model->name() + ": --tokens holds " +
+               std::to_string(placeholders) + " image placeholders (token " +
+               std::to_string(ie.imageTokenIndex) + ") for " +
+               std::to_string(args.images.size()) + " --image: each image takes " +
+               std::to_string(ie.tokens) + " consecutive placeholders";
+    }
     // What the session would reject, checked here so that under mpirun
     // every rank fails in the setup together rather than mid-run.
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -281,6 +354,39 @@ int run(const Args &args, fm::Communicator *comm) {
       return error.empty() ? 1 : report(error);
   } else if (!error.empty()) {
     return report(error);
+  }
+
+  // The images first: a VLM's session keeps their tokens for the prompt.
+  std::vector<float> imageTokens; // --image-tokens-out, [images · N][D]
+  double encodeMs = 0.0;
+  int64_t tokenWidth = 0;
+  for (const auto &[tensor, path] : args.images) {
+    auto input = loadImage(*model->imageEncoder(), tensor, path);
+    if (!input)
+      return abortAll(input.message());
+    auto t0 = std::chrono::steady_clock::now();
+    auto encoded = session->encodeImage(input->data(),
+                                        static_cast<int64_t>(input->size()));
+    if (!encoded)
+      return abortAll(encoded.message());
+    encodeMs += msSince(t0);
+    tokenWidth = encoded->width;
+    imageTokens.insert(imageTokens.end(), encoded->data,
+                       encoded->data + encoded->rows * encoded->width);
+  }
+  if (leader && !args.imageTokensOut.empty()) {
+    const int64_t rows = tokenWidth ? int64_t(imageTokens.size()) / tokenWidth : 0;
+    if (!fm::writeNpyF32(args.imageTokensOut, imageTokens.data(),
+                         {rows, tokenWidth}, &error))
+      return report(args.imageTokensOut + ": " + error);
+  }
+  if (tokens.empty()) {
+    if (leader && args.stats)
+      std::printf("{\"load_ms\": %.3f, \"images\": %zu, \"encode_ms\": %.3f, "
+                  "\"threads\": %d, \"device\": \"%s\"}\n",
+                  loadMs, args.images.size(), encodeMs, session->threads(),
+                  model->device().c_str());
+    return 0;
   }
 
   const int64_t vocab = model->vocabSize();
@@ -381,7 +487,8 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"collectives_per_token\": %.6g, \"collective_ms\": %.3f, "
                 "\"activations\": \"%s\", \"device\": \"%s\", "
                 "\"anon_rss_mb\": %.1f, \"session_mb\": %.1f, "
-                "\"copied_weights_mb\": %.1f, \"device_ms\": %s}\n",
+                "\"copied_weights_mb\": %.1f, \"device_ms\": %s, "
+                "\"images\": %zu, \"encode_ms\": %.3f}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
@@ -389,7 +496,8 @@ int run(const Args &args, fm::Communicator *comm) {
                 session->threads(), st.ranks, perToken, st.collectiveMs,
                 args.activations.c_str(), model->device().c_str(), anonRssMb(),
                 double(session->memoryBytes()) / (1024.0 * 1024.0),
-                double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs);
+                double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs,
+                args.images.size(), encodeMs);
   }
   std::fflush(stdout);
   return 0;
@@ -497,6 +605,23 @@ int main(int argc, char **argv) {
                  "FILE[:scale]; scale multiplies its alpha/r (default 1); "
                  "repeatable: the adapters are summed")
       ->allow_extra_args(false); // one file per --adapter
+  app.add_option("--image", "a PNG or JPEG file for the image encoder, "
+                            "decoded and preprocessed as the model says "
+                            "(repeatable: one per run of image placeholders "
+                            "in --tokens, in order)")
+      ->each([&args](const std::string &p) { args.images.push_back({false, p}); })
+      ->trigger_on_parse() // in command-line order with --image-tensor
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("FILE");
+  app.add_option("--image-tensor", "a preprocessed [3, H, W] float32 .npy "
+                                   "image (repeatable, in order with --image)")
+      ->each([&args](const std::string &p) { args.images.push_back({true, p}); })
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("FILE.npy");
+  app.add_option("--image-tokens-out", args.imageTokensOut,
+                 "write the image encoder's tokens as float32 .npy: [images x "
+                 "tokens per image, width]");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -35,8 +35,12 @@ def Fm_CombineAttr : EnumAttr<Fm_Dialect, Fm_Combine, "combine">;
 def Fm_Activation_ : I32EnumAttr<"Activation", "MLP activation", [
     // down(silu(gate(x)) * up(x))
     I32EnumAttrCase<"swiglu", 0>,
-    // down(gelu(up(x) + up_bias)) + down_bias
-    I32EnumAttrCase<"gelu", 1>]> {
+    // down(gelu(up(x) + up_bias)) + down_bias, the exact erf GELU
+    I32EnumAttrCase<"gelu", 1>,
+    // as gelu with GELU's tanh approximation
+    I32EnumAttrCase<"gelu_tanh", 2>,
+    // as gelu with x * sigmoid(1.702 x) (CLIP's quick_gelu)
+    I32EnumAttrCase<"quick_gelu", 3>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::fm";
 }

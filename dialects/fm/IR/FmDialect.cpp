@@ -35,10 +35,10 @@ LogicalResult FmDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'fm.phase' marks a func.func, not '"
                            << op->getName() << "'";
   if (!phase || !llvm::is_contained({"prefill", "prefill_last", "decode",
-                                     "encode"},
+                                     "encode_image"},
                                     phase.getValue()))
     return op->emitError() << "'fm.phase' must be \"prefill\", "
-                              "\"prefill_last\", \"decode\" or \"encode\"";
+                              "\"prefill_last\", \"decode\" or \"encode_image\"";
   if (!isa_and_nonnull<ModelOp>(op->getParentOp()))
     return op->emitError() << "phase function '"
                            << cast<func::FuncOp>(op).getSymName()

@@ -113,6 +113,65 @@ void ModelOp::build(OpBuilder &b, OperationState &state, StringRef name,
   body->push_back(new Block());
 }
 
+LogicalResult ModelOp::verifyImageInput(Operation *imagePhase) {
+  auto image = dyn_cast_or_null<func::FuncOp>(imagePhase);
+  std::string model = ("model '" + getSymName() + "'").str();
+  const bool attrs = getImageMean() || getImageStd() || getImageResample() ||
+                     getImageTokenIndex();
+  if (!image) {
+    if (attrs)
+      return emitOpError() << model
+                           << ": image_mean, image_std, image_resample and "
+                              "image_token_index need an encode_image phase";
+    return success();
+  }
+  FunctionType type = image.getFunctionType();
+  auto in = type.getNumInputs() == 1
+                ? dyn_cast<RankedTensorType>(type.getInput(0))
+                : RankedTensorType();
+  auto out = type.getNumResults() == 1
+                 ? dyn_cast<RankedTensorType>(type.getResult(0))
+                 : RankedTensorType();
+  if (!in || in.getRank() != 3 || !in.hasStaticShape() ||
+      !in.getElementType().isF32() || !out || out.getRank() != 2 ||
+      !out.hasStaticShape())
+    return image.emitOpError()
+           << model << ": the encode_image phase takes one static [channels, "
+                       "height, width] f32 image and returns static [tokens, "
+                       "width] image tokens, got "
+           << type;
+  const int64_t channels = in.getShape()[0];
+  for (auto [name, values] : {std::make_pair("image_mean", getImageMean()),
+                              std::make_pair("image_std", getImageStd())}) {
+    if (!values)
+      continue;
+    if ((int64_t)values->size() != channels)
+      return emitOpError() << model << ": " << name << " has "
+                           << values->size() << " values for an image of "
+                           << channels << " channels";
+    for (double v : *values)
+      if (!std::isfinite(v) || (StringRef(name) == "image_std" && v == 0.0))
+        return emitOpError() << model << ": " << name << " holds " << v
+                             << " (finite values; image_std non-zero)";
+  }
+  if (auto r = getImageResample(); r && *r != "bicubic" && *r != "bilinear")
+    return emitOpError() << model << ": image_resample '" << *r
+                         << "' is not bicubic or bilinear";
+  if (auto idx = getImageTokenIndex()) {
+    if ((int64_t)*idx < 0 || (int64_t)*idx >= (int64_t)getVocabSize())
+      return emitOpError() << model << ": image_token_index " << *idx
+                           << " is outside the vocabulary of "
+                           << getVocabSize() << " tokens";
+    if (out.getShape()[1] != (int64_t)getHiddenSize())
+      return emitOpError() << model << ": the image tokens are "
+                           << out.getShape()[1]
+                           << " wide but the decoder's hidden size is "
+                           << getHiddenSize()
+                           << " (adapter lm_hidden_size must equal it)";
+  }
+  return success();
+}
+
 Operation *ModelOp::lookupPhase(StringRef phase) {
   for (auto fn : getBodyBlock().getOps<func::FuncOp>()) {
     auto attr = fn->getAttrOfType<StringAttr>(FmDialect::kPhaseAttrName);
@@ -123,15 +182,22 @@ Operation *ModelOp::lookupPhase(StringRef phase) {
 }
 
 LogicalResult ModelOp::verifyRegions() {
-  if ((int64_t)getVocabSize() <= 0 || (int64_t)getHiddenSize() <= 0)
-    return emitOpError() << "model '" << getSymName()
-                         << "': vocab_size and hidden_size must be positive";
   llvm::StringMap<Operation *> phases;
   for (auto fn : getBodyBlock().getOps<func::FuncOp>())
     if (auto p = fn->getAttrOfType<StringAttr>(FmDialect::kPhaseAttrName))
       if (!phases.try_emplace(p.getValue(), fn).second)
         return fn.emitOpError() << "model '" << getSymName() << "' has two \""
                                 << p.getValue() << "\" phase functions";
+  auto image = dyn_cast_or_null<func::FuncOp>(phases.lookup(kImagePhase));
+  const bool decoder = phases.size() > (image ? 1u : 0u);
+  if ((int64_t)getHiddenSize() <= 0 ||
+      ((int64_t)getVocabSize() <= 0 && (decoder || !image)))
+    return emitOpError() << "model '" << getSymName()
+                         << "': vocab_size and hidden_size must be positive"
+                         << " (vocab_size may be 0 only in an image encoder "
+                            "without a decoder)";
+  if (failed(verifyImageInput(image.getOperation())))
+    return failure();
   // The KV plan of each function: every slot has one writer, and a layer that
   // reuses a slot reads one that an earlier layer writes.
   for (Operation &fnOp : getBodyBlock()) {
@@ -670,11 +736,17 @@ LogicalResult PatchEmbedOp::verify() {
     return emitOpError() << "patch_embed: image " << img[1] << "x" << img[2]
                          << " is not a whole number of " << p << "x" << p
                          << " patches";
-  int64_t n = (img[1] / p) * (img[2] / p);
+  int64_t gh = img[1] / p, gw = img[2] / p, n = gh * gw;
   if (failed(checkWeight(*this, "patch_embed", "bias", getBias(), {w[0]},
-                         "embedding dim")) ||
-      failed(checkWeight(*this, "patch_embed", "pos", getPos(), {n, w[0]},
-                         "patches x dim")))
+                         "embedding dim")))
+    return failure();
+  if (Value pos = getPos(); pos && shapeOf(pos) != ArrayRef<int64_t>{1, gh, gw, w[0]} &&
+                            failed(checkWeight(*this, "patch_embed", "pos", pos,
+                                               {n, w[0]},
+                                               "patches x dim, or [1, " +
+                                                   std::to_string(gh) + ", " +
+                                                   std::to_string(gw) +
+                                                   ", dim]")))
     return failure();
   ArrayRef<int64_t> out = shapeOf(getResult());
   if (out[0] != n || out[1] != w[0])
@@ -709,16 +781,28 @@ LogicalResult VitAttentionOp::verify() {
   if (heads <= 0 || hd <= 0 || r < 0)
     return emitOpError() << who << ": num_heads and head_dim must be positive "
                          << "and num_registers non-negative";
+  int64_t sh = grid[0], sw = grid[1]; // the relative-position extent
   if (getMode() == VitAttentionMode::window) {
     int64_t w = getWindow() ? (int64_t)*getWindow() : 0;
     if (w <= 0)
       return emitOpError() << who << ": window attention needs a window > 0";
-    if (grid[0] % w != 0 || grid[1] % w != 0)
-      return emitOpError() << who << ": window " << w << " does not tile the "
-                           << grid[0] << "x" << grid[1] << " patch grid";
+    sh = sw = w;
   } else if (getWindow()) {
     return emitOpError() << who << ": global attention takes no window";
   }
+  if (bool(getRelPosH()) != bool(getRelPosW()))
+    return emitOpError() << who
+                         << ": relative positions need both rel_pos_h and "
+                            "rel_pos_w";
+  std::string relWhy =
+      getMode() == VitAttentionMode::window
+          ? "2 x window - 1 positions of head_dim"
+          : "2 x grid - 1 positions of head_dim (a global layer spans the grid)";
+  if (failed(checkWeight(*this, who, "rel_pos_h", getRelPosH(), {2 * sh - 1, hd},
+                         relWhy)) ||
+      failed(checkWeight(*this, who, "rel_pos_w", getRelPosW(), {2 * sw - 1, hd},
+                         relWhy)))
+    return failure();
   FailureOr<int64_t> hOr = featureDim(*this, getInput(), who);
   if (failed(hOr))
     return failure();
@@ -739,18 +823,41 @@ LogicalResult VitAttentionOp::verify() {
   return sameAsInput(*this, who, getInput(), getResult());
 }
 
+LogicalResult DropRegistersOp::verify() {
+  int64_t r = (int64_t)getNumRegisters();
+  if (r < 0)
+    return emitOpError() << "drop_registers: num_registers must be "
+                            "non-negative, got "
+                         << r;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  int64_t want = ShapedType::isDynamic(in[0]) ? ShapedType::kDynamic : in[0] - r;
+  if (!ShapedType::isDynamic(want) && want < 0)
+    return emitOpError() << "drop_registers: " << in[0]
+                         << " tokens hold fewer than " << r << " registers";
+  if (out[1] != in[1] || out[0] != want)
+    return emitOpError() << "drop_registers: result must be "
+                         << shapeStr({want, in[1]}) << ", got " << shapeStr(out);
+  return success();
+}
+
 LogicalResult VlAdapterOp::verify() {
   ArrayRef<int64_t> grid = getGrid();
   if (grid.size() != 2 || grid[0] <= 0 || grid[1] <= 0)
     return emitOpError() << "vl_adapter: grid must be two positive sizes";
+  if (grid[0] != grid[1])
+    return emitOpError() << "vl_adapter: the adapter pools a square patch "
+                            "grid, got "
+                         << grid[0] << "x" << grid[1];
   int64_t n = (int64_t)getNumTokens();
   int64_t side = (int64_t)std::llround(std::sqrt((double)std::max<int64_t>(n, 0)));
   if (n <= 0 || side * side != n)
     return emitOpError() << "vl_adapter: " << n
                          << " image tokens is not a square number";
-  if (grid[0] % side != 0 || grid[1] % side != 0)
+  if (side > grid[0])
     return emitOpError() << "vl_adapter: cannot pool the " << grid[0] << "x"
-                         << grid[1] << " patch grid to " << side << "x" << side;
+                         << grid[1] << " patch grid to " << side << "x" << side
+                         << " tokens (the adapter grid must be at most the "
+                            "patch grid)";
   if ((int64_t)getNumRegisters() < 0)
     return emitOpError() << "vl_adapter: num_registers must be non-negative, got "
                          << (int64_t)getNumRegisters();

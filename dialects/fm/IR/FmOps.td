@@ -21,9 +21,18 @@ def Fm_ModelOp : Fm_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
   let description = [{
     The unit of compilation. Its body holds `fm.kv_cache` declarations and one
     `func.func` per phase, marked with `fm.phase`. `family` names the model
-    family (`llama`, `afm7`, `pt_moe`, `mixtral`, `qwen2_moe`, `vit`);
-    `config` keeps the checkpoint's config for the artifact's metadata;
-    `weights` is the checkpoint directory that `fm.param` files are relative to.
+    family (`llama`, `afm7`, `pt_moe`, `mixtral`, `qwen2_moe`, `fm_vit`,
+    `fm_vlm`); `config` keeps the checkpoint's config for the artifact's
+    metadata; `weights` is the checkpoint directory that `fm.param` files
+    are relative to.
+
+    An image encoder is an `encode_image` phase: a [3, H, W] image in, the
+    adapter's tokens out. `image_mean`, `image_std` (one value per channel)
+    and `image_resample` (`bicubic` or `bilinear`) say how an image file
+    becomes that tensor (docs/vit.md). A VLM also has decoder phases and an
+    `image_token_index`: the placeholder token whose embedding rows the
+    image tokens replace, so the encoder's output is `hidden_size` wide. An
+    encoder alone has no decoder and `vocab_size` 0.
 
     The model verifier checks the KV cache plan of every phase: each cache
     slot is written by exactly one layer, and a layer that reuses a cache
@@ -42,7 +51,11 @@ def Fm_ModelOp : Fm_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
                        I64Attr:$vocab_size, I64Attr:$hidden_size,
                        OptionalAttr<DictionaryAttr>:$config,
                        OptionalAttr<StrAttr>:$weights,
-                       OptionalAttr<I64Attr>:$num_ranks);
+                       OptionalAttr<I64Attr>:$num_ranks,
+                       OptionalAttr<I64Attr>:$image_token_index,
+                       OptionalAttr<DenseF64ArrayAttr>:$image_mean,
+                       OptionalAttr<DenseF64ArrayAttr>:$image_std,
+                       OptionalAttr<StrAttr>:$image_resample);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -53,6 +66,12 @@ def Fm_ModelOp : Fm_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
     /// The phase function named `phase`, or null.
     ::mlir::Operation *lookupPhase(::llvm::StringRef phase);
+    /// The phase of an image encoder.
+    static constexpr ::llvm::StringLiteral kImagePhase = "encode_image";
+  private:
+    /// The image attributes against the encode_image phase (or its absence).
+    ::mlir::LogicalResult verifyImageInput(::mlir::Operation *imagePhase);
+  public:
   }];
 }
 
@@ -395,9 +414,11 @@ def Fm_YieldOp : Fm_Op<"yield", [Pure, Terminator, ReturnLike,
 def Fm_PatchEmbedOp : Fm_Op<"patch_embed", [Pure]> {
   let summary = "splits an image into patches and projects them";
   let description = [{
-    A `patch_size`-strided convolution over a [C, H, W] image; the result has
-    (H / patch) * (W / patch) tokens in row-major patch order. The optional
-    `pos` table is added (absolute position embedding).
+    A `patch_size`-strided convolution over a [C, H, W] image (PyTorch's
+    Conv2d, a cross-correlation; `weight` is [dim, C, patch, patch]); the
+    result has (H / patch) * (W / patch) tokens in row-major patch order.
+    The optional `pos` table is added (absolute position embedding), as
+    [tokens, dim] or in the checkpoint's [1, H / patch, W / patch, dim].
 
     ```mlir
     %p = fm.patch_embed %img, %w, %b {patch_size = 16 : i64}
@@ -434,24 +455,38 @@ def Fm_RegisterTokensOp : Fm_Op<"register_tokens", [Pure]> {
 def Fm_VitAttentionOp : Fm_Op<"vit_attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "bidirectional ViT attention, global or windowed, with registers";
   let description = [{
-    Tokens are `num_registers` register tokens followed by a `grid[0]` x
-    `grid[1]` grid of patch tokens. `global`: every token attends to every
-    token. `window`: the grid is cut into `window` x `window` windows; each
-    window's patches attend to the window and to the register tokens
-    (Register-Window); each register attends once per window together with
-    that window, and its output is the mean over the windows, so the
-    registers carry global context between window layers.
+    The attention of a pre-LN ViT block on its normed input (docs/vit.md):
+    `qkv` projects every token to [q; k; v] (plus `qkv_bias`), the heads
+    attend bidirectionally with `scale`, and `o` (plus `o_bias`) projects
+    the concatenated heads back. Tokens are `num_registers` register tokens
+    followed by a `grid[0]` x `grid[1]` grid of patch tokens.
+
+    `global`: every token attends to every token. `window` (ViTDet): the
+    normed grid is zero-padded at the bottom and right to whole `window` x
+    `window` windows (a padded token's q, k, v are the qkv bias; it is not
+    masked), each window's tokens attend over [the registers ; the window];
+    each register attends once per window and its output is the mean over
+    all windows (Register-Window), so registers carry global context
+    between window layers. The grid need not be a multiple of the window.
+
+    With `rel_pos_h` and `rel_pos_w` ([2S - 1, head_dim], S = the window,
+    or the grid's height and width on a global layer), patch x patch scores
+    get ViTDet's decomposed relative-position bias q . rel_pos_h[qy - ky +
+    S - 1] + q . rel_pos_w[qx - kx + S - 1] from the unscaled q; scores that
+    involve a register get none.
 
     ```mlir
     %a = fm.vit_attention %n qkv(%w : tensor<192x64xf32>) o(%o : tensor<64x64xf32>)
+           rel_pos_h(%rh : tensor<13x16xf32>) rel_pos_w(%rw : tensor<13x16xf32>)
            {layer = 0 : i64, num_heads = 4 : i64, head_dim = 16 : i64,
             scale = 2.500000e-01 : f64, mode = #fm<vit_attention window>,
-            window = 7 : i64, grid = array<i64: 14, 14>, num_registers = 1 : i64}
-           : tensor<197x64xf32> -> tensor<197x64xf32>
+            window = 7 : i64, grid = array<i64: 10, 10>, num_registers = 1 : i64}
+           : tensor<101x64xf32> -> tensor<101x64xf32>
     ```
   }];
   let arguments = (ins Fm_Activation:$input, Fm_Weight:$qkv, Fm_Weight:$o,
                        Optional<Fm_Weight>:$qkv_bias, Optional<Fm_Weight>:$o_bias,
+                       Optional<Fm_Weight>:$rel_pos_h, Optional<Fm_Weight>:$rel_pos_w,
                        I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim,
                        F64Attr:$scale, Fm_VitAttentionModeAttr:$mode,
                        OptionalAttr<I64Attr>:$window, DenseI64ArrayAttr:$grid,
@@ -461,19 +496,42 @@ def Fm_VitAttentionOp : Fm_Op<"vit_attention", [Pure, AttrSizedOperandSegments]>
     $input `qkv` `(` $qkv `:` type($qkv) `)` `o` `(` $o `:` type($o) `)`
     (`qkv_bias` `(` $qkv_bias^ `:` type($qkv_bias) `)`)?
     (`o_bias` `(` $o_bias^ `:` type($o_bias) `)`)?
+    (`rel_pos_h` `(` $rel_pos_h^ `:` type($rel_pos_h) `)`)?
+    (`rel_pos_w` `(` $rel_pos_w^ `:` type($rel_pos_w) `)`)?
     attr-dict `:` type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Fm_DropRegistersOp : Fm_Op<"drop_registers", [Pure]> {
+  let summary = "drops the register tokens in front of the patch tokens";
+  let description = [{
+    The first `num_registers` rows (the register tokens) are dropped: what
+    an encoder does before its final norm, so that the adapter (and its
+    transformer layers) see only the patch grid.
+
+    ```mlir
+    %p = fm.drop_registers %x {num_registers = 4 : i64} : tensor<104x64xf32> -> tensor<100x64xf32>
+    ```
+  }];
+  let arguments = (ins Fm_Activation:$input, I64Attr:$num_registers);
+  let results = (outs Fm_Activation:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
 def Fm_VlAdapterOp : Fm_Op<"vl_adapter", [Pure]> {
   let summary = "vision-language adapter: linear, 3x3 conv, pooling to N tokens";
   let description = [{
-    Turns the encoder's patch features (the `grid` of patch tokens, after
-    `num_registers` registers, which are dropped) into `num_tokens` tokens of
-    the language model's width: a linear projection, a `conv_kernel` x
-    `conv_kernel` convolution with same padding over the grid, then average
-    pooling to sqrt(N) x sqrt(N).
+    Turns the encoder's patch features (the square `grid` of patch tokens,
+    after `num_registers` registers, which are dropped) into `num_tokens`
+    tokens of the language model's width: a linear projection, a
+    `conv_kernel` x `conv_kernel` convolution (Conv2d cross-correlation,
+    weight [out, in, k, k]) with zero "same" padding over the grid, then
+    average pooling to g_out x g_out = `num_tokens` tokens with stride s =
+    g // g_out and kernel g - (g_out - 1) * s (the last window ends at the
+    grid's edge); no activation between the steps. 1 <= g_out <= g. The
+    adapter's transformer layers, if any, are ordinary ViT blocks before it.
 
     ```mlir
     %t = fm.vl_adapter %h proj(%pw, %pb : tensor<128x64xf32>, tensor<128xf32>)

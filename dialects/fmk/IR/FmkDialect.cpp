@@ -38,6 +38,108 @@ LogicalResult MatmulOp::verify() {
   if (getAcc() && getAcc().getType() != getResult().getType())
     return emitOpError() << "accumulator type " << getAcc().getType()
                          << " differs from the result type";
+  if (Value b = getBias()) {
+    auto shape = cast<RankedTensorType>(b.getType()).getShape();
+    if (shape.size() != 1 || shape[0] != n)
+      return emitOpError() << "bias of shape [" << shape << "] for " << n
+                           << " output columns";
+  }
+  if (getActivation() && getAcc())
+    return emitOpError() << "an accumulating matmul cannot apply "
+                         << stringifyActivation(*getActivation())
+                         << " (the activation would see the sum)";
+  return success();
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+static int64_t rows(Value v) { return shapeOf(v)[0]; }
+
+LogicalResult PatchEmbedOp::verify() {
+  ArrayRef<int64_t> img = shapeOf(getImage()), w = shapeOf(getWeight());
+  const int64_t p = getPatch();
+  if (!cast<RankedTensorType>(getImage().getType()).hasStaticShape() || p <= 0 ||
+      img[1] % p || img[2] % p)
+    return emitOpError() << "the image must be static and a whole number of "
+                         << p << "x" << p << " patches";
+  const int64_t dim = cols(getResult()), patches = (img[1] / p) * (img[2] / p);
+  if (w.size() != 4 || w[0] != dim || w[1] != img[0] || w[2] != p || w[3] != p)
+    return emitOpError() << "weight [" << w << "] is not [" << dim << ", "
+                         << img[0] << ", " << p << ", " << p << "]";
+  int64_t regs = 0;
+  if (Value r = getRegisters()) {
+    ArrayRef<int64_t> rs = shapeOf(r);
+    if (rs.size() != 2 || rs[1] != dim)
+      return emitOpError() << "registers [" << rs << "] are not [R, " << dim << "]";
+    regs = rs[0];
+  }
+  if (Value pos = getPos();
+      pos && cast<RankedTensorType>(pos.getType()).getNumElements() != patches * dim)
+    return emitOpError() << "the position table holds "
+                         << cast<RankedTensorType>(pos.getType()).getNumElements()
+                         << " values for " << patches << " patches of " << dim;
+  if (rows(getResult()) != regs + patches)
+    return emitOpError() << "result has " << rows(getResult()) << " rows for "
+                         << regs << " registers + " << patches << " patches";
+  return success();
+}
+
+LogicalResult VitAttentionOp::verify() {
+  ArrayRef<int64_t> grid = getGrid();
+  const int64_t h = getNumHeads(), d = getHeadDim(), r = getNumRegisters();
+  if (grid.size() != 2 || grid[0] <= 0 || grid[1] <= 0 || h <= 0 || d <= 0 ||
+      r < 0 || getWindow() < 0)
+    return emitOpError() << "bad shape: grid, heads, head_dim must be positive, "
+                            "registers and window non-negative";
+  if (cols(getQkv()) != 3 * h * d || cols(getResult()) != h * d ||
+      rows(getQkv()) != r + grid[0] * grid[1] || rows(getResult()) != rows(getQkv()))
+    return emitOpError() << "qkv must be [" << r + grid[0] * grid[1] << ", "
+                         << 3 * h * d << "] and the result ["
+                         << r + grid[0] * grid[1] << ", " << h * d << "]";
+  const int64_t sh = getWindow() ? getWindow() : grid[0],
+                sw = getWindow() ? getWindow() : grid[1];
+  if (Value t = getRelPosH();
+      t && (shapeOf(t) != ArrayRef<int64_t>{2 * sh - 1, d} ||
+            shapeOf(getRelPosW()) != ArrayRef<int64_t>{2 * sw - 1, d}))
+    return emitOpError() << "relative-position tables must be [" << 2 * sh - 1
+                         << ", " << d << "] and [" << 2 * sw - 1 << ", " << d
+                         << "]";
+  if (Value p = getPad(); p && shapeOf(p) != ArrayRef<int64_t>{3 * h * d})
+    return emitOpError() << "pad row must be [" << 3 * h * d << "]";
+  return success();
+}
+
+LogicalResult Conv3x3Op::verify() {
+  ArrayRef<int64_t> grid = getGrid(), w = shapeOf(getWeight());
+  if (grid.size() != 2 || grid[0] <= 0 || grid[1] <= 0 ||
+      rows(getInput()) != grid[0] * grid[1] || rows(getResult()) != rows(getInput()))
+    return emitOpError() << "input and result must hold the grid's tokens";
+  const int64_t cin = cols(getInput()), cout = cols(getResult());
+  if (w != ArrayRef<int64_t>{cout, cin, 3, 3})
+    return emitOpError() << "weight [" << w << "] is not [" << cout << ", "
+                         << cin << ", 3, 3]";
+  if (Value b = getBias(); b && shapeOf(b) != ArrayRef<int64_t>{cout})
+    return emitOpError() << "bias must be [" << cout << "]";
+  return success();
+}
+
+LogicalResult AvgPoolOp::verify() {
+  const int64_t g = getGrid(), o = getOutGrid();
+  if (o < 1 || o > g || rows(getInput()) != g * g || rows(getResult()) != o * o ||
+      cols(getInput()) != cols(getResult()))
+    return emitOpError() << "pools [" << g * g << ", w] to [" << o * o
+                         << ", w] with 1 <= out_grid <= grid";
+  return success();
+}
+
+LogicalResult DropRowsOp::verify() {
+  if (getCount() < 0 || ShapedType::isDynamic(rows(getInput())) ||
+      rows(getResult()) != rows(getInput()) - getCount() ||
+      cols(getResult()) != cols(getInput()))
+    return emitOpError() << "drops " << getCount() << " of "
+                         << rows(getInput()) << " static rows";
   return success();
 }
 

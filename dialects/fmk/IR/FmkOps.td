@@ -29,6 +29,8 @@ def Fmk_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kBuffersAttr = "fmk.buffers";
     static constexpr ::llvm::StringLiteral kArenaAttr = "fmk.arena_floats";
     static constexpr ::llvm::StringLiteral kMaxRowsAttr = "fmk.max_rows";
+    /// encode_image: the image argument's offset (floats) in the arena.
+    static constexpr ::llvm::StringLiteral kImageBufferAttr = "fmk.image_buffer";
   }];
 }
 
@@ -45,6 +47,13 @@ def Fmk_KvPart : I32EnumAttr<"KvPart", "K or V half of a cache slot", [
 
 def Fmk_RopeStyle : I32EnumAttr<"RopeStyle", "RoPE pairs", [
     I32EnumAttrCase<"half", 1>, I32EnumAttrCase<"interleaved", 2>]> {
+  let cppNamespace = "::mlir::fmk";
+}
+
+// The GELU family of a matmul epilogue (the ViT MLPs).
+def Fmk_Activation : I32EnumAttr<"Activation", "matmul epilogue", [
+    I32EnumAttrCase<"gelu", 1>, I32EnumAttrCase<"gelu_tanh", 2>,
+    I32EnumAttrCase<"quick_gelu", 3>]> {
   let cppNamespace = "::mlir::fmk";
 }
 
@@ -67,28 +76,43 @@ def Fmk_EmbedOp : Fmk_Op<"embed", [Pure]> {
 }
 
 def Fmk_MatmulOp : Fmk_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
-  let summary = "x · concat(weights)ᵀ (+ acc), a runtime micro-kernel";
+  let summary = "act(x · concat(weights)ᵀ + bias) (+ acc), a runtime micro-kernel";
   let description = [{
     The weights are nn.Linear matrices [out, in] stacked along their output
     rows (fm-fuse merges the projections of one input this way: QKV,
     gate/up). With `acc`, the product is added to `acc` in place (fm-fuse
-    folds residual adds into it), so `acc` must have no later use.
+    folds residual adds into it), so `acc` must have no later use. The
+    epilogue adds `bias` (an f32 [out] vector) and then applies
+    `activation` (the GELU family; never with `acc`, which would feed it
+    the sum): the ViT blocks' linear layers.
 
     ```mlir
     %y = fmk.matmul %x weights(%wq, %wk : tensor<64x64xf32>, tensor<32x64xf32>)
            : tensor<?x64xf32> -> tensor<?x96xf32>
     %r = fmk.matmul %a weights(%wo : tensor<64x64xf32>) acc(%x : tensor<?x64xf32>)
            : tensor<?x64xf32> -> tensor<?x64xf32>
+    %h = fmk.matmul %n weights(%w1 : tensor<256x64xf32>) bias(%b1 : tensor<256xf32>)
+           then gelu : tensor<100x64xf32> -> tensor<100x256xf32>
     ```
   }];
   let arguments = (ins Fmk_Act:$input, Variadic<Fmk_Weight>:$weights,
-                       Optional<Fmk_Act>:$acc);
+                       Optional<Fmk_Act>:$acc, Optional<Fmk_Weight>:$bias,
+                       OptionalAttr<Fmk_Activation>:$activation);
   let results = (outs Fmk_Act:$result);
   let assemblyFormat = [{
     $input `weights` `(` $weights `:` type($weights) `)` (`acc` `(` $acc^ `:` type($acc) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? (`then` $activation^)?
     attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  let builders = [
+    // The projections of the decoders: no bias, no activation.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::ValueRange":$weights, "::mlir::Value":$acc), [{
+      build($_builder, $_state, result, input, weights, acc, ::mlir::Value(),
+            ::mlir::fmk::ActivationAttr());
+    }]>
+  ];
 }
 
 def Fmk_AttentionOp : Fmk_Op<"attention", [AttrSizedOperandSegments]> {
@@ -216,6 +240,122 @@ def Fmk_TracksOp : Fmk_Op<"tracks", [RecursiveMemoryEffects]> {
   let extraClassDeclaration = [{
     unsigned getNumTracks() { return getTracks().size(); }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Image-encoder micro-kernels (docs/vit.md). Their shapes are static: an
+// encode_image program runs once per image.
+//===----------------------------------------------------------------------===//
+
+def Fmk_PatchEmbedOp : Fmk_Op<"patch_embed", [Pure, AttrSizedOperandSegments]> {
+  let summary = "patch embedding (+ position table, after the registers), a micro-kernel";
+  let description = [{
+    The image [C, H, W] in `patch` x `patch` patches (row-major), each
+    flattened as (channel, row, column) and multiplied by `weight`
+    ([dim, C, patch, patch] read as [dim, C·patch²]): one GEMM over the
+    unfolded patches, plus `bias`, plus `pos` (patches x dim floats). With
+    `registers` [R, dim] the result holds the registers first: what
+    fm.patch_embed followed by fm.register_tokens computes.
+
+    ```mlir
+    %x = fmk.patch_embed %img, %w, %b pos(%p : tensor<1x10x10x64xf32>)
+           registers(%r : tensor<2x64xf32>) {patch = 8 : i64}
+           : tensor<3x80x80xf32>, tensor<64x3x8x8xf32>, tensor<64xf32> -> tensor<102x64xf32>
+    ```
+  }];
+  let arguments = (ins 3DTensorOf<[F32]>:$image, Fmk_Weight:$weight,
+                       Fmk_Weight:$bias, Optional<Fmk_Weight>:$pos,
+                       Optional<Fmk_Weight>:$registers, I64Attr:$patch);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $image `,` $weight `,` $bias (`pos` `(` $pos^ `:` type($pos) `)`)?
+    (`registers` `(` $registers^ `:` type($registers) `)`)? attr-dict
+    `:` type($image) `,` type($weight) `,` type($bias) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_LayerNormOp : Fmk_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "LayerNorm with weight and bias over each row, a micro-kernel";
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$weight, Fmk_Weight:$bias,
+                       F64Attr:$eps);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight)
+    `,` type($bias) `->` type($result)
+  }];
+}
+
+def Fmk_VitAttentionOp : Fmk_Op<"vit_attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "ViT attention over projected qkv rows, a micro-kernel";
+  let description = [{
+    `qkv` holds `num_registers` + grid[0]·grid[1] rows [q; k; v] (the
+    registers first); the result the heads' outputs. `window` 0: global
+    attention; else ViTDet windows over the zero-padded grid, padded tokens
+    taking `pad` (the qkv bias, or zeros without it) as their qkv row, and
+    Register-Window registers (their outputs averaged over the windows).
+    `rel_pos_h`/`rel_pos_w` add the decomposed relative-position bias to
+    patch x patch scores. Semantics as fm.vit_attention without the
+    projections.
+
+    ```mlir
+    %a = fmk.vit_attention %qkv pad(%b : tensor<192xf32>)
+           {num_heads = 4 : i64, head_dim = 16 : i64, scale = 2.5e-01 : f64,
+            window = 4 : i64, grid = array<i64: 10, 10>, num_registers = 2 : i64}
+           : tensor<102x192xf32> -> tensor<102x64xf32>
+    ```
+  }];
+  let arguments = (ins Fmk_Act:$qkv, Optional<Fmk_Weight>:$rel_pos_h,
+                       Optional<Fmk_Weight>:$rel_pos_w, Optional<Fmk_Weight>:$pad,
+                       I64Attr:$num_heads, I64Attr:$head_dim, F64Attr:$scale,
+                       I64Attr:$window, DenseI64ArrayAttr:$grid,
+                       I64Attr:$num_registers);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $qkv (`rel_pos` `(` $rel_pos_h^ `,` $rel_pos_w `:` type($rel_pos_h) `,` type($rel_pos_w) `)`)?
+    (`pad` `(` $pad^ `:` type($pad) `)`)? attr-dict `:` type($qkv) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_Conv3x3Op : Fmk_Op<"conv3x3", [Pure]> {
+  let summary = "3x3 convolution, zero padding 1, over a grid of tokens (im2col + GEMM)";
+  let arguments = (ins Fmk_Act:$input, Fmk_Weight:$weight,
+                       Optional<Fmk_Weight>:$bias, DenseI64ArrayAttr:$grid);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmk_AvgPoolOp : Fmk_Op<"avg_pool", [Pure]> {
+  let summary = "the adapter's average pooling of a square grid of tokens";
+  let description = [{
+    `grid` x `grid` tokens to `out_grid` x `out_grid`: stride s = grid //
+    out_grid, kernel grid - (out_grid - 1)·s, row-major.
+  }];
+  let arguments = (ins Fmk_Act:$input, I64Attr:$grid, I64Attr:$out_grid);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fmk_DropRowsOp : Fmk_Op<"drop_rows", [Pure]> {
+  let summary = "a view of the rows after the first `count` (no kernel)";
+  let description = [{
+    fm-plan-memory places the result inside its input's buffer, `count`
+    rows in: dropping an encoder's register tokens copies nothing.
+
+    ```mlir
+    %p = fmk.drop_rows %x {count = 2 : i64} : tensor<102x64xf32> -> tensor<100x64xf32>
+    ```
+  }];
+  let arguments = (ins Fmk_Act:$input, I64Attr:$count);
+  let results = (outs Fmk_Act:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,6 +78,15 @@ public:
   Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
   Expected<std::unique_ptr<Kernel>>
   prepareAllReduce(const AllReduceDesc &) override;
+  // CpuVisionKernels.cpp
+  Expected<std::unique_ptr<Kernel>>
+  preparePatchEmbed(const PatchEmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareLayerNorm(const LayerNormDesc &) override;
+  Expected<std::unique_ptr<Kernel>>
+  prepareVitAttention(const VitAttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareConv3x3(const Conv3x3Desc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareAvgPool(const AvgPoolDesc &) override;
 
   /// The layout name of a relocated copy of the shared layout: the CPU reads
   /// it like the shared bytes (used to test variant selection end to end;

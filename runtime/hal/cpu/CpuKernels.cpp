@@ -9,8 +9,10 @@
 #include "hal/cpu/QuantMoe.h"
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
+#include "kernels/gemm.h"
 #include "kernels/matmul.h"
 #include "kernels/moe.h"
+#include "kernels/pointwise.h"
 #include "kernels/quantize.h"
 
 #include <algorithm>
@@ -60,6 +62,10 @@ public:
   Status run(Queue &, const Launch &l) const override {
     for (int64_t r = 0; r < l.rows && width_ > 0; ++r) {
       float *out = out_ + r * stride_;
+      if (l.embedRows && l.embedRows[r]) { // an image token
+        std::memcpy(out, l.embedRows[r], width_ * sizeof(float));
+        continue;
+      }
       const uint8_t *row = static_cast<const uint8_t *>(table_.data) +
                            size_t(l.tokens[r]) * rowBytes_;
       switch (table_.kind) {
@@ -89,11 +95,26 @@ private:
   size_t rowBytes_;
 };
 
+// From this many rows on an f32 weight goes through the packed GEMM
+// (kernels/gemm.h), which beats matmulF32's dot products there.
+constexpr int64_t kGemmMinRows = 32;
+
+kernels::Activation kernelActivation(Activation a) {
+  return a == Activation::GeluTanh    ? kernels::Activation::GeluTanh
+         : a == Activation::QuickGelu ? kernels::Activation::QuickGelu
+                                      : kernels::Activation::Gelu;
+}
+
 class MatmulKernel final : public Kernel {
 public:
   MatmulKernel(const MatmulDesc &d, GemmWeights &gemm)
       : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
-        yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate) {
+        yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate),
+        bias_(d.bias.present()
+                  ? reinterpret_cast<const float *>(hostBytes(d.bias))
+                  : nullptr),
+        activate_(d.activation != Activation::None),
+        activation_(kernelActivation(d.activation)) {
     // Weights that lie back to back in one layout (the parts of a fused
     // projection, written so by the compiler) are one [n][k] matrix: one
     // kernel call.
@@ -147,7 +168,7 @@ public:
     for (const Group &g : groups_) {
       float *y = y_ + g.col0;
       if (M == 1 || yStride_ == g.rows) {
-        rt::linear(g.w, x, M, k_, g.rows, y, accumulate_, q.pool());
+        product(g, x, M, y, q);
         continue;
       }
       // y's rows are wider than this group's columns: go through dense
@@ -157,7 +178,7 @@ public:
       if (accumulate_)
         for (int64_t r = 0; r < M; ++r)
           std::memcpy(dense + r * g.rows, y + r * yStride_, bytes);
-      rt::linear(g.w, x, M, k_, g.rows, dense, accumulate_, q.pool());
+      product(g, x, M, dense, q);
       for (int64_t r = 0; r < M; ++r)
         std::memcpy(y + r * yStride_, dense + r * g.rows, bytes);
     }
@@ -170,6 +191,27 @@ private:
     int64_t rows = 0;
     int64_t col0 = 0; // first column of y
   };
+
+  /// y[M][g.rows] (dense) (+)= act(x · gᵀ + bias): the packed GEMM for
+  /// many rows of an f32 weight (it adds the bias), else the kernel of the
+  /// weight's format and the bias after it.
+  void product(const Group &g, const float *x, int64_t M, float *y,
+               CpuQueue &q) const {
+    const float *bias = bias_ ? bias_ + g.col0 : nullptr;
+    if (g.w.kind == WeightRef::Kind::F32 && M >= kGemmMinRows) {
+      kernels::gemmF32(x, M, k_, static_cast<const float *>(g.w.data), g.rows,
+                       bias, y, accumulate_, q.pool());
+    } else {
+      rt::linear(g.w, x, M, k_, g.rows, y, accumulate_, q.pool());
+      if (bias)
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t c = 0; c < g.rows; ++c)
+            y[r * g.rows + c] += bias[c];
+    }
+    if (activate_)
+      kernels::activate(activation_, y, M * g.rows, q.pool());
+  }
+
   std::vector<Group> groups_;
   std::vector<std::shared_ptr<const rt::HostBlock>> gemmCopies_;
   float *x_;
@@ -177,6 +219,9 @@ private:
   float *y_;
   int64_t yStride_, k_;
   bool accumulate_;
+  const float *bias_;
+  bool activate_;
+  kernels::Activation activation_;
   uint64_t xScratch_ = 0, yScratch_ = 0;
 };
 

@@ -86,6 +86,23 @@ struct CacheInfo {
   int64_t elementBytes = 4;
 };
 
+/// The image encoder of a model (an "encode_image" program): what it takes
+/// and what it gives (docs/vit.md).
+struct ImageEncoderInfo {
+  /// The input tensor: [channels][height][width] float32.
+  int64_t channels = 0, height = 0, width = 0;
+  /// How an image file becomes that tensor: RGB, resized to width × height
+  /// with `resample` ("bicubic" or "bilinear", PIL's Image.resize), scaled
+  /// to [0, 1], then (x − mean[c]) / std[c].
+  std::vector<double> mean, std;
+  std::string resample;
+  /// The adapter's output: `tokens` rows of `tokenWidth` floats per image.
+  int64_t tokens = 0, tokenWidth = 0;
+  /// A VLM's placeholder token id (its prompt holds `tokens` of them per
+  /// image), or -1 for an encoder alone.
+  int64_t imageTokenIndex = -1;
+};
+
 /// A loaded, verified model: immutable and shareable between sessions (and
 /// threads). Weights are used in place from a read-only mapping of the file.
 class Model {
@@ -176,6 +193,11 @@ public:
   /// config.json and generation_config.json, as fmc compile found them);
   /// empty without a tokenizer.
   const std::vector<int32_t> &stopIds() const;
+  /// The image encoder, or null when the model has none.
+  const ImageEncoderInfo *imageEncoder() const;
+  /// Whether the model has a decoder (prefill/decode programs); an image
+  /// encoder alone (fm_vit) has none.
+  bool hasDecoder() const;
 
   struct Impl;
   /// Internal; for Session.
@@ -228,6 +250,15 @@ struct SessionStats {
   /// Milliseconds the device spent executing the session's runs, from GPU
   /// timestamps; negative where the device does not measure it (the CPU).
   double deviceMs = -1.0;
+};
+
+/// The tokens an image encoder made of one image: `rows` × `width` floats,
+/// row-major. Points into the session; valid until its next encodeImage,
+/// prefill or clearImages.
+struct ImageTokens {
+  const float *data = nullptr;
+  int64_t rows = 0;
+  int64_t width = 0;
 };
 
 /// Rows of logits, `rows` × `vocab` floats, row-major. Points into the
@@ -342,7 +373,9 @@ public:
   /// one. The tokens go through in chunks of at most `chunk` rows (0: the
   /// program's max_rows); chunk 1 runs the "decode" program per token, as
   /// generation would. Every token is checked against the vocabulary, and
-  /// the context against the cache capacity, before anything runs.
+  /// the context against the cache capacity, before anything runs. In a
+  /// VLM the image placeholders must number the pending images (see
+  /// encodeImage) times the tokens per image, in runs of whole images.
   Expected<Logits> prefill(const int32_t *tokens, int64_t n,
                            bool allLogits = false, int64_t chunk = 0);
   Expected<Logits> prefill(const std::vector<int32_t> &tokens,
@@ -350,6 +383,19 @@ public:
     return prefill(tokens.data(), static_cast<int64_t>(tokens.size()),
                    allLogits, chunk);
   }
+
+  /// Runs the model's image encoder on one image: `count` floats
+  /// [channels][height][width] as Model::imageEncoder() says (fm/image.h
+  /// makes them from a PNG or JPEG file). Returns the adapter's tokens. In
+  /// a VLM they are also kept for the next prefill: the prompt's image
+  /// placeholders (ImageEncoderInfo::imageTokenIndex) take the kept images'
+  /// tokens in order, `tokens` placeholders per image, and that prefill
+  /// uses them up. Errors name what is wrong (no encoder, a wrong size).
+  Expected<ImageTokens> encodeImage(const float *image, int64_t count);
+  /// Images encoded and not yet used by a prefill.
+  int64_t pendingImages() const;
+  /// Forgets the pending images.
+  void clearImages();
 
   /// Feeds one token at position(); returns its logits (vocab floats,
   /// valid until the next call).

@@ -66,6 +66,18 @@ kernels::QuantFormat quantFormatOf(const fa::Weight &weight);
 /// "[2, 3]".
 std::string shapeString(const flatbuffers::Vector<int64_t> *shape);
 
+/// "" when weight `index` is f32 with `elements` floats (any shape; a
+/// shape that the kernel reads as flat floats), else why not, naming the
+/// weight as `role`.
+std::string f32FloatsProblem(const VerifyContext &c, uint32_t index,
+                             const std::string &role, u64 elements);
+/// The same for a weight of exactly `shape`.
+std::string f32WeightProblem(const VerifyContext &c, uint32_t index,
+                             const std::string &role,
+                             const std::vector<int64_t> &shape);
+/// "[2, 3]".
+std::string shapeString(const std::vector<int64_t> &shape);
+
 /// One buffer a command reads or writes, or a cache slot it uses.
 struct Use {
   const fa::BufferRef *buffer = nullptr; // null: a cache slot

@@ -6,7 +6,9 @@
 namespace fm::rt {
 
 extern const CommandKind kEmbedCommand, kMatMulCommand, kAttentionCommand,
-    kDispatchCommand, kCopyLastRowCommand, kMoeCommand, kAllReduceCommand;
+    kDispatchCommand, kCopyLastRowCommand, kMoeCommand, kAllReduceCommand,
+    kPatchEmbedCommand, kLayerNormCommand, kVitAttentionCommand,
+    kConv3x3Command, kAvgPoolCommand;
 
 const CommandKind *commandKind(fa::Op op) {
   switch (op) {
@@ -24,6 +26,16 @@ const CommandKind *commandKind(fa::Op op) {
     return &kMoeCommand;
   case fa::Op::AllReduce:
     return &kAllReduceCommand;
+  case fa::Op::PatchEmbed:
+    return &kPatchEmbedCommand;
+  case fa::Op::LayerNorm:
+    return &kLayerNormCommand;
+  case fa::Op::VitAttention:
+    return &kVitAttentionCommand;
+  case fa::Op::Conv3x3:
+    return &kConv3x3Command;
+  case fa::Op::AvgPool:
+    return &kAvgPoolCommand;
   case fa::Op::NONE:
     break;
   }
@@ -85,6 +97,54 @@ std::string shapeString(const flatbuffers::Vector<int64_t> *shape) {
   for (flatbuffers::uoffset_t i = 0; i < shape->size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape->Get(i));
   return s + "]";
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+// "" when weight `index` exists and is f32, else why not.
+std::string f32Problem(const VerifyContext &c, uint32_t index,
+                       const std::string &role) {
+  if (std::string p = c.weightIndexProblem(index); !p.empty())
+    return role + ": " + p;
+  const fa::Weight *w = c.root().weights()->Get(index);
+  if (w->dtype() != fa::DType::F32)
+    return role + " " + c.weightName(index) + " is " + dtypeName(w->dtype()) +
+           " (this kernel reads f32)";
+  return {};
+}
+} // namespace
+
+std::string f32FloatsProblem(const VerifyContext &c, uint32_t index,
+                             const std::string &role, u64 elements) {
+  if (std::string p = f32Problem(c, index, role); !p.empty())
+    return p;
+  const fa::Weight *w = c.root().weights()->Get(index);
+  u64 n = 1;
+  for (int64_t d : *w->shape())
+    n = satMul(n, static_cast<u64>(d));
+  if (n != elements)
+    return role + " " + c.weightName(index) + " has shape " +
+           shapeString(w->shape()) + " (" + std::to_string(n) +
+           " floats), expected " + std::to_string(elements) + " floats";
+  return {};
+}
+
+std::string f32WeightProblem(const VerifyContext &c, uint32_t index,
+                             const std::string &role,
+                             const std::vector<int64_t> &shape) {
+  if (std::string p = f32Problem(c, index, role); !p.empty())
+    return p;
+  const fa::Weight *w = c.root().weights()->Get(index);
+  if (std::vector<int64_t>(w->shape()->begin(), w->shape()->end()) != shape)
+    return role + " " + c.weightName(index) + " has shape " +
+           shapeString(w->shape()) + ", expected " + shapeString(shape);
+  return {};
 }
 
 std::string bufferText(const fa::BufferRef &b, bool oneRow) {

@@ -1,8 +1,37 @@
-// The MatMul command: y (+)= x · concat(weights)ᵀ, a device micro-kernel.
+// The MatMul command: y = act(x · concat(weights)ᵀ + bias) (+ y), a device
+// micro-kernel.
 #include "commands/Command.h"
 
 namespace fm::rt {
 namespace {
+
+const char *activationName(fa::Activation a) {
+  switch (a) {
+  case fa::Activation::None:
+    return "none";
+  case fa::Activation::Gelu:
+    return "gelu";
+  case fa::Activation::GeluTanh:
+    return "gelu_tanh";
+  case fa::Activation::QuickGelu:
+    return "quick_gelu";
+  }
+  return "?";
+}
+
+hal::Activation halActivation(fa::Activation a) {
+  switch (a) {
+  case fa::Activation::Gelu:
+    return hal::Activation::Gelu;
+  case fa::Activation::GeluTanh:
+    return hal::Activation::GeluTanh;
+  case fa::Activation::QuickGelu:
+    return hal::Activation::QuickGelu;
+  case fa::Activation::None:
+    break;
+  }
+  return hal::Activation::None;
+}
 
 Status verify(const VerifyContext &c, const fa::Command &command) {
   const fa::MatMul &op = *command.op_as_MatMul();
@@ -36,6 +65,21 @@ Status verify(const VerifyContext &c, const fa::Command &command) {
   if (op.y()->width() != op.n())
     return c.fail("y width " + std::to_string(op.y()->width()) + " is not n " +
                   std::to_string(op.n()));
+  if (op.bias() < -1)
+    return c.fail("bias " + std::to_string(op.bias()) +
+                  " is invalid (a weight index, or -1 for none)");
+  if (op.bias() >= 0)
+    if (std::string p = f32WeightProblem(c, uint32_t(op.bias()), "bias",
+                                         {int64_t(op.n())});
+        !p.empty())
+      return c.fail(p + " (n = " + std::to_string(op.n()) + ")");
+  if (op.activation() > fa::Activation::MAX)
+    return c.fail("unknown activation " +
+                  std::to_string(static_cast<unsigned>(op.activation())));
+  if (op.activation() != fa::Activation::None && op.accumulate())
+    return c.fail(std::string("an accumulating matmul cannot apply ") +
+                  activationName(op.activation()) +
+                  " (the activation would see the sum)");
   FM_RETURN_IF_ERROR(c.buffer("x", *op.x(), c.rows()));
   FM_RETURN_IF_ERROR(c.buffer("y", *op.y(), c.rows()));
   if (mayOverlap(*op.x(), c.rows(), *op.y(), c.rows()))
@@ -66,6 +110,9 @@ Expected<std::unique_ptr<hal::Kernel>> build(BuildContext &c,
     c.loraTerms(index, col, rows, d.lora); // the session's adapters, if any
     col += rows;
   }
+  if (op.bias() >= 0)
+    d.bias = c.weight(uint32_t(op.bias()));
+  d.activation = halActivation(op.activation());
   d.maxRows = c.maxRows();
   d.activations = c.activations();
   return c.device().prepareMatmul(d);
@@ -80,18 +127,27 @@ void describe(const DescribeContext &c, const fa::Command &command,
   std::string list;
   for (const std::string &n : names)
     list += (list.empty() ? "" : ", ") + n;
+  const std::string bias = op.bias() >= 0 ? c.weightName(op.bias()) : "";
   out.text = bufferText(*op.x(), c.oneRow()) + " x [" + list + "]^T " +
+             (bias.empty() ? "" : "+ " + bias + " ") +
+             (op.activation() != fa::Activation::None
+                  ? std::string("then ") + activationName(op.activation()) + " "
+                  : "") +
              (op.accumulate() ? "+-> " : "-> ") +
              bufferText(*op.y(), c.oneRow()) + "  (k=" + std::to_string(op.k()) +
              ", n=" + std::to_string(op.n()) + ")";
-  out.json = JsonMembers()
-                 .add("x", *op.x())
-                 .add("y", *op.y())
-                 .add("weights", names)
-                 .add("k", op.k())
-                 .add("n", op.n())
-                 .add("accumulate", op.accumulate())
-                 .str();
+  JsonMembers json;
+  json.add("x", *op.x())
+      .add("y", *op.y())
+      .add("weights", names)
+      .add("k", op.k())
+      .add("n", op.n())
+      .add("accumulate", op.accumulate());
+  if (!bias.empty())
+    json.add("bias", bias);
+  if (op.activation() != fa::Activation::None)
+    json.add("activation", activationName(op.activation()));
+  out.json = json.str();
 }
 
 } // namespace

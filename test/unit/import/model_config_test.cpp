@@ -161,10 +161,10 @@ TEST(ModelConfigErrors, BadJsonAndModelType) {
   EXPECT_EQ(err.rfind("config.json: invalid JSON: ", 0), 0u) << err;
   EXPECT_EQ(parseErr("[1]"), "config.json: expected a JSON object, got [1]");
   EXPECT_EQ(parseErr("{}"), "config.json: missing field 'model_type' (fmc supports llama, "
-                            "afm7, pt_moe, mixtral, qwen2_moe)");
+                            "afm7, pt_moe, mixtral, qwen2_moe, fm_vit, fm_vlm)");
   EXPECT_EQ(parseErr(R"({"model_type":"gpt2"})"),
             "config.json: unsupported model_type 'gpt2' (fmc supports llama, afm7, pt_moe, "
-            "mixtral, qwen2_moe)");
+            "mixtral, qwen2_moe, fm_vit, fm_vlm)");
   EXPECT_EQ(parseErr(R"({"model_type":3})"),
             "config.json: field 'model_type' must be a string, got 3");
 }

@@ -769,9 +769,9 @@ TEST(Loader, Programs) {
             })),
             "model.fmb: program 'decode' command 2: command has no op");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
-              c.push_back(b.rawCommand(static_cast<fa::Op>(9)));
+              c.push_back(b.rawCommand(static_cast<fa::Op>(13)));
             })),
-            "model.fmb: program 'decode' command 2: unknown op kind 9 (newer than "
+            "model.fmb: program 'decode' command 2: unknown op kind 13 (newer than "
             "this runtime?)");
   EXPECT_EQ(loadError(mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
               c.push_back(b.copyLastRow(buf(0, 4, 4), buf(4, 4, 3), "model.norm"));
