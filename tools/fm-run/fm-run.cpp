@@ -3,6 +3,7 @@
 // it picks or is told (--device). Started by mpirun, it runs a model
 // partitioned over ranks as one process per rank; rank 0 samples, prints
 // and writes files.
+#include "Guided.h"
 #include "fm/npy.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
@@ -42,6 +43,7 @@ struct Args {
   std::string activations = "int8x2";
   std::string device;
   bool listDevices = false;
+  fmrun::GuidedArgs guided;
 };
 
 // --activations (checked by CLI11 to be one of these names).
@@ -132,6 +134,7 @@ int run(const Args &args, fm::Communicator *comm) {
   std::vector<int32_t> tokens;
   std::shared_ptr<fm::Model> model;
   std::unique_ptr<fm::Session> session;
+  std::unique_ptr<fmrun::Guided> guided;
   double loadMs = 0.0;
   std::string error = [&]() -> std::string {
     std::string e;
@@ -177,6 +180,12 @@ int run(const Args &args, fm::Communicator *comm) {
     session = std::make_unique<fm::Session>(model, sessionOptions);
     if (!session->status())
       return session->status().message();
+    auto g = fmrun::Guided::create(args.guided, model->vocabSize());
+    if (!g)
+      return g.message();
+    guided = std::move(*g);
+    if (guided && args.score)
+      return "--score does not generate: no --tokenizer or guided options with it";
     loadMs = msSince(t0);
     return {};
   }();
@@ -199,6 +208,7 @@ int run(const Args &args, fm::Communicator *comm) {
   std::vector<int32_t> generated;
   double prefillMs = 0.0, decodeMs = 0.0;
   int64_t decodeTokens = 0;
+  int exitStatus = 0; // fmrun::kIncomplete when a guided output is unfinished
 
   auto t0 = std::chrono::steady_clock::now();
   auto prefill =
@@ -222,10 +232,16 @@ int run(const Args &args, fm::Communicator *comm) {
       logitRows.insert(logitRows.end(), logits, logits + vocab);
     const int64_t context = model->contextLength();
     for (int64_t i = 0; i < args.maxNewTokens; ++i) {
-      auto token = session->sample(sampler, logits);
+      bool stop = false;
+      auto token = guided ? guided->next(*session, sampler, logits, &stop)
+                          : session->sample(sampler, logits);
       if (!token)
         return abortAll(token.message());
+      if (stop)
+        break;
       generated.push_back(*token);
+      if (guided && guided->finished())
+        break; // end of sequence, or the tool call is complete: not fed back
       // The last token is fed back only for its logits row.
       if (i + 1 == args.maxNewTokens && !feedLast)
         break;
@@ -246,7 +262,9 @@ int run(const Args &args, fm::Communicator *comm) {
       if (keepLogits)
         logitRows.insert(logitRows.end(), logits, logits + vocab);
     }
-    if (leader) {
+    if (leader && guided) {
+      exitStatus = guided->print(generated);
+    } else if (leader) {
       for (size_t i = 0; i < generated.size(); ++i)
         std::printf("%s%d", i ? " " : "", generated[i]);
       std::printf("\n");
@@ -295,7 +313,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 args.activations.c_str(), model->device().c_str());
   }
   std::fflush(stdout);
-  return 0;
+  return exitStatus;
 }
 
 } // namespace
@@ -357,6 +375,7 @@ int main(int argc, char **argv) {
                  "choice is printed on stderr)");
   app.add_flag("--list-devices", args.listDevices,
                "print the devices this runtime knows and exit");
+  fmrun::addGuidedOptions(app, args.guided);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
