@@ -96,13 +96,16 @@ struct Builder : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Builder> {
 Expected<JsonValue> parseJson(std::string_view text, const std::string &what) {
   Builder b;
   rapidjson::Reader reader;
+  // NUL padding: rapidjson's UTF-8 validation takes a multi-byte sequence's continuation bytes
+  // before checking them, so a lead byte at the end would read past a single terminator.
   std::string copy(text);
+  copy.append(4, '\0');
   rapidjson::StringStream ss(copy.c_str());
   constexpr unsigned kFlags = rapidjson::kParseNumbersAsStringsFlag |
                               rapidjson::kParseValidateEncodingFlag |
                               rapidjson::kParseIterativeFlag;
   rapidjson::ParseResult r = reader.Parse<kFlags>(ss, b);
-  if (r.IsError() || copy.size() != std::string(copy.c_str()).size()) {
+  if (r.IsError() || text.size() != std::string(copy.c_str()).size()) {
     size_t off = r.IsError() ? r.Offset() : std::string(copy.c_str()).size();
     size_t line = 1, col = 1;
     for (size_t k = 0; k < off && k < copy.size(); ++k) {

@@ -834,4 +834,45 @@ Session::generate(const std::vector<int32_t> &prompt, int64_t maxNewTokens,
   return out;
 }
 
+Expected<std::vector<int32_t>>
+Session::generate(const std::vector<int32_t> &prompt, int64_t maxNewTokens,
+                  Sampler &sampler, TokenConstraint &processor,
+                  const TokenCallback &callback) {
+  auto first = prefill(prompt);
+  if (!first)
+    return first.status();
+  const float *logits = first->last();
+  const int64_t vocab = first->vocab;
+  // The processor edits a copy: the session's logits are read-only.
+  std::vector<float> masked(static_cast<size_t>(vocab));
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < maxNewTokens; ++i) {
+    std::copy(logits, logits + vocab, masked.begin());
+    auto step = processor.process(masked.data(), vocab);
+    if (!step)
+      return step.status();
+    if (step->stop)
+      break;
+    int32_t token = step->forced;
+    if (token < 0) {
+      auto sampled = sample(sampler, masked.data());
+      if (!sampled)
+        return sampled.status();
+      token = *sampled;
+    }
+    FM_RETURN_IF_ERROR(processor.accept(token));
+    out.push_back(token);
+    if (callback && !callback(token))
+      break;
+    if (processor.finished() || i + 1 == maxNewTokens ||
+        position() >= impl_->exec->capacity())
+      break;
+    auto next = decode(token);
+    if (!next)
+      return next.status();
+    logits = *next;
+  }
+  return out;
+}
+
 } // namespace fm

@@ -6,6 +6,7 @@
 // and writes files. Images (--image, --image-tensor) go through the model's
 // image encoder first: a VLM's prompt placeholders take their tokens, an
 // encoder alone writes them (--image-tokens-out).
+#include "Guided.h"
 #include "TextRun.h"
 
 #include "fm/adapter.h"
@@ -58,6 +59,7 @@ struct Args {
   /// --image and --image-tensor, in the order given: (is a tensor, path).
   std::vector<std::pair<bool, std::string>> images;
   std::string imageTokensOut;
+  fmrun::GuidedArgs guided;
 };
 
 // "a.fmba[:scale]": the scale after the last ':' when it is a number (a
@@ -238,6 +240,7 @@ int run(const Args &args, fm::Communicator *comm) {
   std::vector<int32_t> tokens;
   std::shared_ptr<fm::Model> model;
   std::unique_ptr<fm::Session> session;
+  std::unique_ptr<fmrun::Guided> guided;
   double loadMs = 0.0;
   std::string error = [&]() -> std::string {
     std::string e;
@@ -339,6 +342,12 @@ int run(const Args &args, fm::Communicator *comm) {
     session = std::make_unique<fm::Session>(model, sessionOptions);
     if (!session->status())
       return session->status().message();
+    auto g = fmrun::Guided::create(args.guided, model->vocabSize());
+    if (!g)
+      return g.message();
+    guided = std::move(*g);
+    if (guided && args.score)
+      return "--score does not generate: no --tokenizer or guided options with it";
     loadMs = msSince(t0);
     return {};
   }();
@@ -394,6 +403,7 @@ int run(const Args &args, fm::Communicator *comm) {
   std::vector<int32_t> generated;
   double prefillMs = 0.0, decodeMs = 0.0;
   int64_t decodeTokens = 0;
+  int exitStatus = 0; // fmrun::kIncomplete when a guided output is unfinished
 
   auto t0 = std::chrono::steady_clock::now();
   auto prefill =
@@ -417,10 +427,16 @@ int run(const Args &args, fm::Communicator *comm) {
       logitRows.insert(logitRows.end(), logits, logits + vocab);
     const int64_t context = model->contextLength();
     for (int64_t i = 0; i < args.maxNewTokens; ++i) {
-      auto token = session->sample(sampler, logits);
+      bool stop = false;
+      auto token = guided ? guided->next(*session, sampler, logits, &stop)
+                          : session->sample(sampler, logits);
       if (!token)
         return abortAll(token.message());
+      if (stop)
+        break;
       generated.push_back(*token);
+      if (guided && guided->finished())
+        break; // end of sequence, or the tool call is complete: not fed back
       // The last token is fed back only for its logits row.
       if (i + 1 == args.maxNewTokens && !feedLast)
         break;
@@ -441,7 +457,9 @@ int run(const Args &args, fm::Communicator *comm) {
       if (keepLogits)
         logitRows.insert(logitRows.end(), logits, logits + vocab);
     }
-    if (leader) {
+    if (leader && guided) {
+      exitStatus = guided->print(generated);
+    } else if (leader) {
       for (size_t i = 0; i < generated.size(); ++i)
         std::printf("%s%d", i ? " " : "", generated[i]);
       std::printf("\n");
@@ -500,7 +518,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 args.images.size(), encodeMs);
   }
   std::fflush(stdout);
-  return 0;
+  return exitStatus;
 }
 
 } // namespace
@@ -622,6 +640,7 @@ int main(int argc, char **argv) {
   app.add_option("--image-tokens-out", args.imageTokensOut,
                  "write the image encoder's tokens as float32 .npy: [images x "
                  "tokens per image, width]");
+  fmrun::addGuidedOptions(app, args.guided);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -661,6 +680,16 @@ int main(int argc, char **argv) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
       return fail("--tokens, --score and --logits-out work on token ids, not "
                   "with --prompt or --chat");
+    // Not wired into the text path yet: refused rather than ignored.
+    const fmrun::GuidedArgs &g = args.guided;
+    if (!g.jsonSchema.empty() || !g.grammar.empty() || !g.regex.empty() ||
+        !g.tools.empty() || !g.tokenizer.empty())
+      return fail("--json-schema, --grammar, --regex, --tools and --tokenizer "
+                  "work with --tokens in this build, not yet with --prompt or "
+                  "--chat");
+    if (!args.adapters.empty() || !args.images.empty())
+      return fail("--adapter, --image and --image-tensor work with --tokens in "
+                  "this build, not yet with --prompt or --chat");
     text.model = args.model;
     text.device = args.device;
     text.activations = args.activations;

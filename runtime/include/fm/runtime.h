@@ -12,6 +12,7 @@
 
 #include "fm/communicator.h"
 #include "fm/device_info.h"
+#include "fm/logits_processor.h"
 #include "fm/status.h"
 #include "fm/tokenizer.h"
 
@@ -431,6 +432,15 @@ public:
   Expected<std::vector<int32_t>> generate(const std::vector<int32_t> &prompt,
                                           int64_t maxNewTokens,
                                           Sampler &sampler,
+                                          const TokenCallback &callback = {});
+  /// As above, with `processor` restricting every step's logits before the
+  /// sample (guided generation: fm::GuidedDecoder): it may force a token
+  /// (not sampled) or stop; generation also stops once it is finished()
+  /// (that token is returned but not fed back).
+  Expected<std::vector<int32_t>> generate(const std::vector<int32_t> &prompt,
+                                          int64_t maxNewTokens,
+                                          Sampler &sampler,
+                                          TokenConstraint &processor,
                                           const TokenCallback &callback = {});
 
   /// Text in, text out with the model's tokenizer (Model::tokenizer):
