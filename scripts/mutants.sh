@@ -11,7 +11,7 @@
 # survived). Each build and test runs under /tmp/fmc-machine.lock.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$SRC/build}
+BUILD=$(cd "${1:-$SRC/build}" && pwd) # absolute: the tests run inside it
 PATTERN=${2:-}
 LOCK=/tmp/fmc-machine.lock
 EXCLUDE=(-LE fuzz -E '^runtime\.standalone$')
