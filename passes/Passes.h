@@ -28,6 +28,11 @@ struct CompileOptions {
   std::string kvBits = "none";    // "8" or "none"
   /// Unpacked micro-kernel weights: "f32" or "f16".
   std::string floatStorage = "f32";
+  /// The image encoder's linear weights (encode_image: qkv, proj, fc1, fc2,
+  /// the adapter's linear), which the options above leave alone: 0 = as
+  /// imported (f32), else 4 or 8 bits; and "f32" or "f16" storage.
+  int64_t visionBits = 0;
+  std::string visionFloatStorage = "f32";
 };
 
 /// quantize-weights → share-kv → lower-to-kernels → partition-tracks → fuse

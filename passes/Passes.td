@@ -113,6 +113,13 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
     read, stay f32. The pass only annotates: the artifact writer packs or
     converts the bytes, one tensor at a time, choosing each group's scale to
     minimize squared error.
+    The options above apply to the language model only: the ops of an
+    `encode_image` function (the image encoder and its adapter) follow
+    `vision-bits` and `vision-float-storage` instead, which cover their
+    linear weights (qkv, proj, fc1, fc2 and the adapter's linear); the
+    patch embedding, the 3x3 convolution, LayerNorms, biases, positions,
+    registers and rel-pos tables stay f32 (the kernels that read them take
+    f32 only).
   }];
   let options = [
     Option<"bits", "bits", "int64_t", /*default=*/"2",
@@ -125,7 +132,12 @@ def QuantizeWeightsPass : Pass<"fm-quantize-weights", "mlir::ModuleOp"> {
     Option<"kvBits", "kv-bits", "std::string", /*default=*/"\"none\"",
            "KV cache: 8 or none">,
     Option<"floatStorage", "float-storage", "std::string", /*default=*/"\"f32\"",
-           "unpacked micro-kernel weights: f32 or f16">
+           "unpacked micro-kernel weights: f32 or f16">,
+    Option<"visionBits", "vision-bits", "int64_t", /*default=*/"0",
+           "image encoder linear weights: 4 or 8 bits (0: they stay f32)">,
+    Option<"visionFloatStorage", "vision-float-storage", "std::string",
+           /*default=*/"\"f32\"",
+           "image encoder linear weights left unpacked: f32 or f16">
   ];
 }
 

@@ -8,7 +8,8 @@ namespace mlir::fm {
 
 void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
   if (opts.quantBits || opts.embedBits != "none" || opts.kvBits != "none" ||
-      opts.floatStorage != "f32") {
+      opts.floatStorage != "f32" || opts.visionBits ||
+      opts.visionFloatStorage != "f32") {
     QuantizeWeightsPassOptions q;
     q.bits = opts.quantBits; // 0: only the embedding and/or the cache
     q.group = opts.quantGroup;
@@ -16,6 +17,8 @@ void buildFmCompilePipeline(OpPassManager &pm, const CompileOptions &opts) {
     q.embedBits = opts.embedBits;
     q.kvBits = opts.kvBits;
     q.floatStorage = opts.floatStorage;
+    q.visionBits = opts.visionBits;
+    q.visionFloatStorage = opts.visionFloatStorage;
     pm.addPass(createQuantizeWeightsPass(q));
   }
   pm.addPass(createShareKvPass());

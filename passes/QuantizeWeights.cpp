@@ -3,6 +3,7 @@
 #include "dialects/fm/IR/FmOps.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -52,6 +53,21 @@ struct QuantizeWeightsPass
           << floatStorage << "'";
       return signalPassFailure();
     }
+    QuantAttr vision;
+    if (visionBits != 0 && visionBits != 4 && visionBits != 8) {
+      getOperation().emitError()
+          << "fm-quantize-weights: vision-bits must be 0, 4 or 8, got "
+          << visionBits;
+      return signalPassFailure();
+    }
+    if (visionBits != 0 && !(vision = make(visionBits)))
+      return signalPassFailure();
+    if (visionFloatStorage != "f32" && visionFloatStorage != "f16") {
+      getOperation().emitError() << "fm-quantize-weights: vision-float-storage "
+                                    "must be f32 or f16, got '"
+                                 << visionFloatStorage << "'";
+      return signalPassFailure();
+    }
     if (kvBits != "none" && kvBits != "8") {
       getOperation().emitError() << "fm-quantize-weights: kv-bits must be 8 or none";
       return signalPassFailure();
@@ -61,10 +77,16 @@ struct QuantizeWeightsPass
     llvm::StringMap<QuantAttr> byKey;
     // Keys of the weights micro-kernels read (f16 storage candidates), and
     // of the parameters anything else reads (which must stay f32).
-    llvm::StringSet<> kernelWeights, otherUses;
+    // The image encoder's weights are kept apart (visionWeights): the LM's
+    // options never reach them, nor theirs the LM's.
+    llvm::StringSet<> kernelWeights, otherUses, visionWeights;
     auto kernelWeight = [&](Value w) {
       if (auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp())
         kernelWeights.insert(p.getKey());
+    };
+    auto other = [&](Value w) {
+      if (auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp())
+        otherUses.insert(p.getKey());
     };
     auto want = [&](Value w, QuantAttr q, bool override = false) {
       kernelWeight(w);
@@ -75,7 +97,44 @@ struct QuantizeWeightsPass
       if (!inserted && override)
         it->second = q;
     };
+    // The encode_image functions: linear weights (qkv, o, fc1, fc2, the
+    // adapter's linear) follow the vision options; everything else there
+    // (patch embedding, conv, norms, biases, tables) stays f32.
+    auto wantVision = [&](Value w) {
+      if (auto p = w ? w.getDefiningOp<ParamOp>() : ParamOp())
+        visionWeights.insert(p.getKey());
+      want(w, vision);
+    };
+    auto isVision = [](Operation *op) {
+      auto fn = op->getParentOfType<func::FuncOp>();
+      auto phase = fn ? fn->getAttrOfType<StringAttr>(FmDialect::kPhaseAttrName)
+                      : StringAttr();
+      return phase && phase.getValue() == "encode_image";
+    };
     getOperation().walk([&](Operation *op) {
+      if (!isa<VitAttentionOp, MlpOp, VlAdapterOp>(op) || !isVision(op))
+        return;
+      if (auto a = dyn_cast<VitAttentionOp>(op)) {
+        wantVision(a.getQkv());
+        wantVision(a.getO());
+        for (Value w : {a.getQkvBias(), a.getOBias(), a.getRelPosH(),
+                        a.getRelPosW()})
+          other(w);
+      } else if (auto m = dyn_cast<MlpOp>(op)) {
+        for (Value w : {m.getGate(), m.getUp(), m.getDown()})
+          wantVision(w);
+        other(m.getUpBias());
+        other(m.getDownBias());
+      } else if (auto ad = dyn_cast<VlAdapterOp>(op)) {
+        wantVision(ad.getProjWeight());
+        other(ad.getProjBias());
+        other(ad.getConvWeight());
+        other(ad.getConvBias());
+      }
+    });
+    getOperation().walk([&](Operation *op) {
+      if (isa<MlpOp>(op) && isVision(op))
+        return;
       if (auto a = dyn_cast<AttentionOp>(op)) {
         for (Value w : {a.getQ(), a.getK(), a.getV(), a.getQkv(), a.getO()})
           want(w, proj);
@@ -135,11 +194,13 @@ struct QuantizeWeightsPass
       }
       p.setQuantAttr(it->second);
     });
-    if (floatStorage == "f16") {
+    if (floatStorage == "f16" || visionFloatStorage == "f16") {
       Type f16 = b.getF16Type();
       getOperation().walk([&](ParamOp p) {
         auto t = cast<RankedTensorType>(p.getType());
-        if (p.getQuantAttr() || t.getRank() != 2 ||
+        const bool isVisionWeight = visionWeights.contains(p.getKey());
+        if ((isVisionWeight ? visionFloatStorage : floatStorage) != "f16" ||
+            p.getQuantAttr() || t.getRank() != 2 ||
             !kernelWeights.contains(p.getKey()) ||
             otherUses.contains(p.getKey()))
           return;

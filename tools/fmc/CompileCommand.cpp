@@ -175,6 +175,11 @@ int runCompile(const CompileArgs &args) {
   copts.quantGrid = args.grid;
   copts.embedBits = args.embedBits;
   copts.kvBits = args.kvBits;
+  const bool visionF16 = args.visionQuant == "f16";
+  copts.visionFloatStorage = visionF16 ? "f16" : "f32";
+  copts.visionBits = args.visionQuant == "none" || visionF16
+                         ? 0
+                         : std::stoi(args.visionQuant.substr(1));
   mlir::fm::buildFmCompilePipeline(pm, copts);
   if (mlir::failed(pm.run(*module)))
     return fail("the fm pipeline failed (see the diagnostics above)");
@@ -273,8 +278,11 @@ int runCompile(const CompileArgs &args) {
   os << llvm::formatv("  layers        {0}\n", summary->numLayers);
   os << llvm::formatv("  parameters    {0} in {1} tensors\n",
                       count(summary->parameters), summary->numWeights);
-  os << llvm::formatv("  weights       {0} ({1})\n", human(summary->weightBytes),
-                      args.quant == "none" ? "f32" : args.quant);
+  os << llvm::formatv("  weights       {0} ({1}{2})\n", human(summary->weightBytes),
+                      args.quant == "none" ? "f32" : args.quant,
+                      args.visionQuant == "none"
+                          ? std::string()
+                          : ", image encoder " + args.visionQuant);
   if (summary->quantizedElements) {
     // Per bit width: bits/weight with the scales, and the error.
     std::map<unsigned, std::array<double, 4>> byBits; // elems, bytes, err, sum

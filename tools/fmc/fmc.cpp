@@ -48,6 +48,12 @@ int main(int argc, char **argv) {
                          "projection weights: none (f32), f16, w2, w4 or w8 bits")
       ->check(CLI::IsMember({"none", "f16", "w2", "w4", "w8"}))
       ->default_val("none");
+  compileCmd->add_option("--vision-quant", comp.visionQuant,
+                         "image encoder linear weights (qkv, proj, fc1, fc2, "
+                         "adapter linear; --quant leaves them f32): none "
+                         "(f32), f16, w4 or w8 bits")
+      ->check(CLI::IsMember({"none", "f16", "w4", "w8"}))
+      ->default_val("none");
   compileCmd->add_option("--group", comp.group, "weights per quantization scale")
       ->check(CLI::IsMember({32, 64, 128}))
       ->default_val(64);
