@@ -12,7 +12,8 @@ semantics fmc implements). Then bad inputs, each a clear error.
 
 fm_vlm: a prompt with g_out^2 image placeholders and one image; fm-run
 --score logits of every position vs the reference, prefill chunks 1 and
-whole, 1 and 2 threads.
+whole, 1 and 2 threads; then a prompt with two placeholder runs and two
+images (in order; the swapped order must fail).
 
 Prints one line per check and `N passed, N failed` at the end.
 """
@@ -157,6 +158,25 @@ def check_vlm(args, checks, model, fmb, cfg, W, tool):
     ok, line = ref.compare(ref.logits(cfg, W, [t if t != idx else 0 for t in tokens], {}, []),
                            np.load(out), args.rtol)
     checks.report(not ok, "vlm logits without the image rejected: %s" % line)
+
+    # Two images in one prompt: two placeholder runs, filled in order.
+    image2 = np.random.default_rng(args.seed + 1).standard_normal((3, S, S)).astype(np.float32)
+    tensor2 = os.path.join(args.work, "image2.npy")
+    np.save(tensor2, image2)
+    two = [1, 17] + [idx] * n + [42, 5] + [idx] * n + [9, 100, 3]
+    stats2 = {}
+    want2 = ref.logits(cfg, W, two, stats2, [image, image2])
+    for chunk in args.chunks.split(","):
+        out2 = os.path.join(args.work, "logits2_c%s.npy" % chunk)
+        run([tool("fm-run"), fmb, "--tokens", ",".join(map(str, two)), "--image-tensor", tensor,
+             "--image-tensor", tensor2, "--score", "--logits-out", out2,
+             "--prefill-chunk", chunk])
+        ok, line = ref.compare(want2, np.load(out2), args.rtol, stats=stats2)
+        checks.report(ok, "vlm two images chunk=%s: %s" % (chunk, line))
+    # The order matters: the reference with the images swapped differs.
+    ok, line = ref.compare(ref.logits(cfg, W, two, {}, [image2, image]), np.load(out2),
+                           args.rtol)
+    checks.report(not ok, "vlm two images swapped rejected: %s" % line)
     for what, flags, needle in (
             ("placeholders without an image", ["--tokens", text],
              "image placeholders (token %d) for 0 --image" % idx),
