@@ -295,6 +295,12 @@ struct QueueOptions {
 class Kernel {
 public:
   virtual ~Kernel() = default;
+  /// Called by the executor before the first run of the kernel's program
+  /// (so never for a program a session does not run), outside run(): where
+  /// a device makes what only runs read and what costs memory to hold (the
+  /// CPU's GEMM copies of packed weights, Device::prefillCopyBytes). May
+  /// allocate; a second call changes nothing.
+  virtual Status beforeFirstRun() { return Status::ok(); }
   virtual Status run(Queue &queue, const Launch &launch) const = 0;
   /// Bytes of queue scratch a run needs (QueueOptions::scratchBytes).
   virtual uint64_t scratchBytes() const { return 0; }
@@ -335,6 +341,17 @@ public:
   /// (a GPU) rather than using it in place (the CPU): the memory bound a
   /// model load checks counts the copy.
   virtual bool importCopiesWeights() const { return true; }
+  /// Bytes the device holds beside the imported weights for a matmul of
+  /// several rows over the packed weight of N rows of K inputs in `f` (the
+  /// CPU's copy in its GEMM layout), made at most once per weight, when a
+  /// program using it first runs; 0 where it makes none. The memory bound a
+  /// model load checks counts them.
+  virtual uint64_t prefillCopyBytes(kernels::QuantFormat, int64_t /*N*/,
+                                    int64_t /*K*/) const {
+    return 0;
+  }
+  /// Bytes of those copies made so far.
+  virtual uint64_t prefillCopiesMade() const { return 0; }
   /// Whether the device's kernels read weights stored in `layout` (a
   /// WeightVariant of its target); "" (the shared layout) always.
   virtual bool readsLayout(const std::string &layout) const = 0;

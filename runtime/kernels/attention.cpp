@@ -35,20 +35,20 @@ detail::AttentionRangeFn rangeFor(KernelIsa isa) {
 
 } // namespace
 
-void attentionOn(KernelIsa isa, const AttentionArgs &a,
-                 fm::rt::ThreadPool *pool) {
+namespace detail {
+
+void runAttentionItems(const AttentionArgs &a, int64_t items,
+                       AttentionRangeFn range, fm::rt::ThreadPool *pool) {
   assert(a.q && a.k && a.v && a.out && "attention: null buffer");
   assert(a.S >= 0 && a.pos0 >= 0 && a.D > 0 && a.window >= 0);
   assert(a.KVH > 0 && a.H % a.KVH == 0 && "attention: H % KVH != 0");
   assert(a.pos0 + a.S <= a.capacity && "attention: past the cache capacity");
   if (a.S <= 0 || a.H <= 0)
     return;
-  const detail::AttentionRangeFn range = rangeFor(isa);
-  const int64_t items = a.S * a.H;
   int64_t keysPerRow = a.pos0 + a.S;
   if (a.window > 0 && a.window < keysPerRow)
     keysPerRow = a.window;
-  const int64_t work = items * keysPerRow * a.D;
+  const int64_t work = a.S * a.H * keysPerRow * a.D;
   auto body = [&](int64_t begin, int64_t end) { range(a, begin, end); };
   if (pool && pool->numThreads() > 1 && work >= kMinParallelWork)
     pool->parallelFor(items, body);
@@ -56,10 +56,21 @@ void attentionOn(KernelIsa isa, const AttentionArgs &a,
     body(0, items);
 }
 
-void attention(const AttentionArgs &a, fm::rt::ThreadPool *pool) {
+KernelIsa attentionIsaBest() {
   static const KernelIsa isa =
       kernelIsaBest() == KernelIsa::Neon ? KernelIsa::Generic : kernelIsaBest();
-  attentionOn(isa, a, pool);
+  return isa;
+}
+
+} // namespace detail
+
+void attentionOn(KernelIsa isa, const AttentionArgs &a,
+                 fm::rt::ThreadPool *pool) {
+  detail::runAttentionItems(a, a.S * a.H, rangeFor(isa), pool);
+}
+
+void attention(const AttentionArgs &a, fm::rt::ThreadPool *pool) {
+  attentionOn(detail::attentionIsaBest(), a, pool);
 }
 
 } // namespace fm::kernels

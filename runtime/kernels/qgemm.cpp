@@ -54,8 +54,9 @@ const GemmIsa &isaTable(GemmPath path, QActivations act) {
   }
 }
 
-// The calling thread's buffer for prepared activations: grown (64-byte
-// aligned) when a call needs more, never shrunk, freed at thread exit.
+// The calling thread's buffer for prepared activations, for calls given no
+// scratch: grown (64-byte aligned) when a call needs more, never shrunk,
+// freed at thread exit.
 class Scratch {
 public:
   ~Scratch() { std::free(data_); }
@@ -175,10 +176,20 @@ std::string cpuName() {
 #endif
 }
 
+size_t qgemmScratchBytes(QuantFormat f, int64_t M, int64_t K,
+                         QActivations act) {
+  if (act == QActivations::F32 || M <= 0)
+    return 0; // the f32 path reads x as it is
+  const gdetail::ActSizes sz =
+      gdetail::actSizes(f, M, K, act == QActivations::Int8 ? 1 : 2);
+  return static_cast<size_t>((sz.xqBytes + 63) / 64 * 64) +
+         sizeof(float) * static_cast<size_t>(sz.dxFloats + sz.xsFloats);
+}
+
 void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
              const uint8_t *w, GemmLayout layout, QuantFormat f, int64_t N,
              float *y, bool accumulate, fm::rt::ThreadPool *pool,
-             QActivations act) {
+             QActivations act, uint8_t *scratch) {
   assert(gemmLayoutProblem(layout, f, N, K).empty() && "bad qgemm shape");
   (void)layout;
   if (M <= 0 || N <= 0)
@@ -201,8 +212,7 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
     const int digits = act == QActivations::Int8 ? 1 : 2;
     const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits);
     const size_t xqBytes = static_cast<size_t>((sz.xqBytes + 63) / 64 * 64);
-    uint8_t *buf = tScratch.get(
-        xqBytes + sizeof(float) * static_cast<size_t>(sz.dxFloats + sz.xsFloats));
+    uint8_t *buf = scratch ? scratch : tScratch.get(qgemmScratchBytes(f, M, K, act));
     gdetail::Act &a = p.act;
     a.xq = reinterpret_cast<int8_t *>(buf);
     a.ldx = sz.kPadded;
@@ -247,8 +257,10 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
 
 void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,
            GemmLayout layout, QuantFormat f, int64_t N, float *y,
-           bool accumulate, fm::rt::ThreadPool *pool, QActivations act) {
-  qgemmOn(gemmPathBest(), x, M, K, w, layout, f, N, y, accumulate, pool, act);
+           bool accumulate, fm::rt::ThreadPool *pool, QActivations act,
+           uint8_t *scratch) {
+  qgemmOn(gemmPathBest(), x, M, K, w, layout, f, N, y, accumulate, pool, act,
+          scratch);
 }
 
 } // namespace fm::kernels

@@ -73,18 +73,27 @@ std::string cpuName();
 /// does not depend on the thread count. Any M >= 1 (M == 1 works but the
 /// matvec of qmatmul is faster for decode).
 ///
-/// Scratch: the prepared activations go to a buffer owned by the calling
-/// thread (thread_local), grown to the largest call and then reused.
+/// Scratch: the prepared activations go to `scratch` (64-byte aligned, at
+/// least qgemmScratchBytes(f, M, K, act) bytes): a prepared kernel passes
+/// its queue's scratch, sized when it was prepared, so a call allocates
+/// nothing. Null: a buffer owned by the calling thread (thread_local),
+/// grown to the largest call (tests, benchmarks, callers without a queue).
 void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,
            GemmLayout layout, QuantFormat f, int64_t N, float *y,
            bool accumulate, fm::rt::ThreadPool *pool,
-           QActivations act = QActivations::Int8x2);
+           QActivations act = QActivations::Int8x2, uint8_t *scratch = nullptr);
+
+/// Bytes of scratch qgemm needs for M rows of K inputs (a multiple of 64;
+/// 0 for QActivations::F32, which reads x as it is). Grows with M, so the
+/// most rows a kernel runs sizes it.
+size_t qgemmScratchBytes(QuantFormat f, int64_t M, int64_t K,
+                         QActivations act);
 
 /// qgemm on an explicit path, which must be available; for tests and
 /// benchmarks.
 void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
              const uint8_t *w, GemmLayout layout, QuantFormat f, int64_t N,
              float *y, bool accumulate, fm::rt::ThreadPool *pool,
-             QActivations act);
+             QActivations act, uint8_t *scratch = nullptr);
 
 } // namespace fm::kernels

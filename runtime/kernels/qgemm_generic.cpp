@@ -6,7 +6,8 @@
 #include "kernels/qgemm_isa.h"
 #include "kernels/qgemm_prepare.h"
 
-#include <vector>
+#include <algorithm>
+#include <cstring>
 
 namespace fm::kernels::gdetail {
 namespace {
@@ -26,14 +27,16 @@ void rangeInt(const Params &p, int64_t m0, int64_t m1, int64_t p0,
   const QuantFormat f = p.f;
   const Act &a = p.act;
   const int U = a.unit;
+  // Units have at most kMaxUnitRows rows (qgemm.cpp): the accumulators fit
+  // on the stack, so a call allocates nothing.
+  float acc[kMaxUnitRows * kPanelRows];
+  int32_t dots[kMaxUnitRows * kPanelRows];
   const int64_t rows = m1 - m0;
-  std::vector<float> acc(static_cast<size_t>(rows * kPanelRows));
-  std::vector<int32_t> dots(static_cast<size_t>(rows * kPanelRows));
   int q[kPanelRows][64];
   float s[kPanelRows], mo[kPanelRows];
   for (int64_t pi = p0; pi < p1; ++pi) {
     const uint8_t *panel = p.w + pi * p.geo.panelBytes;
-    std::fill(acc.begin(), acc.end(), 0.0f);
+    std::fill(acc, acc + rows * kPanelRows, 0.0f);
     for (int64_t b = 0; b < p.geo.blocks; ++b) {
       decodeBlock(panel + b * p.geo.blockBytes, f.bits, q);
       for (int half = 0; half < kPanelBlockInputs / U; ++half) {
@@ -84,10 +87,10 @@ void rangeF32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
   int q[kPanelRows][64];
   float wv[kPanelRows][64], s[kPanelRows], mo[kPanelRows];
   const int64_t rows = m1 - m0;
-  std::vector<float> acc(static_cast<size_t>(rows * kPanelRows));
+  float acc[kMaxUnitRows * kPanelRows];
   for (int64_t pi = p0; pi < p1; ++pi) {
     const uint8_t *panel = p.w + pi * p.geo.panelBytes;
-    std::fill(acc.begin(), acc.end(), 0.0f);
+    std::fill(acc, acc + rows * kPanelRows, 0.0f);
     for (int64_t b = 0; b < p.geo.blocks; ++b) {
       const int64_t k0 = b * kPanelBlockInputs;
       const int inputs = static_cast<int>(

@@ -8,23 +8,64 @@
 namespace fm::kernels {
 namespace {
 
-// The 64 quants of inputs [64 i, 64 i + 64) of a qformat.h row (inputs past
-// K are 0).
-void rowBlockQuants(const uint8_t *row, QuantFormat f, int64_t K, int64_t i,
-                    uint8_t *q) {
-  const int U = quantUnitInputs(f), unitBytes = U * f.bits / 8;
-  const int planes = 8 / f.bits, mask = (1 << f.bits) - 1;
-  for (int base = 0; base < kPanelBlockInputs; base += U) {
-    const int64_t k0 = i * kPanelBlockInputs + base;
-    if (k0 >= K) {
-      std::memset(q + base, 0, static_cast<size_t>(U));
-      continue;
+// One panel, written for the auto-vectorizer (the bit width a constant):
+// per 64-input block, each row's quants are unpacked into bytes, the 16 x 16
+// words of 4 inputs transposed into tile rows, and the tile rows OR-ed into
+// their bit planes; the scale pass copies 16 halves per group.
+template <int Bits>
+void repackPanel(const uint8_t *rows0, size_t rowBytes, int rows,
+                 QuantFormat f, int64_t K, const PanelGeometry &g,
+                 uint8_t *panel) {
+  constexpr int V = 2 * Bits, planes = 8 / Bits, mask = (1 << Bits) - 1;
+  const int U = quantUnitInputs(f), unitBytes = U * Bits / 8;
+  alignas(64) uint8_t q[kPanelRows][kPanelBlockInputs];
+  alignas(64) uint8_t tile[kTileRows][64];
+  std::memset(q, 0, sizeof(q)); // rows past `rows` stay 0
+  for (int64_t i = 0; i < g.blocks; ++i) {
+    for (int r = 0; r < rows; ++r) {
+      const uint8_t *row = rows0 + r * rowBytes;
+      for (int base = 0; base < kPanelBlockInputs; base += U) {
+        const int64_t k0 = i * kPanelBlockInputs + base;
+        uint8_t *out = q[r] + base;
+        if (k0 >= K) { // group 32 pads K by one group
+          std::memset(out, 0, static_cast<size_t>(U));
+          continue;
+        }
+        const uint8_t *unit = row + (k0 / U) * unitBytes;
+        for (int j = 0; j < planes; ++j)
+          for (int b = 0; b < unitBytes; ++b)
+            out[j * unitBytes + b] =
+                static_cast<uint8_t>((unit[b] >> (Bits * j)) & mask);
+      }
     }
-    const uint8_t *unit = row + (k0 / U) * unitBytes;
-    for (int j = 0; j < planes; ++j)
-      for (int b = 0; b < unitBytes; ++b)
-        q[base + j * unitBytes + b] =
-            static_cast<uint8_t>((unit[b] >> (f.bits * j)) & mask);
+    // Tile row t, byte 4r + j = (row r, input 4t + j).
+    for (int t = 0; t < kTileRows; ++t)
+      for (int r = 0; r < kPanelRows; ++r)
+        std::memcpy(&tile[t][4 * r], &q[r][4 * t], 4);
+    // Vector v holds tile rows v + V j in bits [Bits j, Bits j + Bits).
+    uint8_t *block = panel + i * g.blockBytes;
+    for (int v = 0; v < V; ++v)
+      for (int b = 0; b < 64; ++b) {
+        unsigned acc = 0;
+        for (int j = 0; j < planes; ++j)
+          acc |= unsigned(tile[v + V * j][b]) << (Bits * j);
+        block[v * 64 + b] = static_cast<uint8_t>(acc);
+      }
+  }
+  // Scales (and minimums): group gi's 16 halves; padded rows and groups
+  // stay 0.
+  const int64_t groups = quantGroups(f, K);
+  const bool affine = f.grid == QuantGrid::Affine;
+  std::memset(panel + g.scaleOffset, 0,
+              static_cast<size_t>(g.panelBytes - g.scaleOffset));
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t *src = rows0 + r * rowBytes + quantBytes(f, K);
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      std::memcpy(panel + g.scaleOffset + gi * 32 + 2 * r, src + 2 * gi, 2);
+      if (affine)
+        std::memcpy(panel + g.minOffset + gi * 32 + 2 * r,
+                    src + 2 * (groups + gi), 2);
+    }
   }
 }
 
@@ -58,43 +99,22 @@ void repackForGemmPanels(GemmLayout layout, QuantFormat f, int64_t N,
     return;
   const PanelGeometry g = panelGeometry(f, N, K);
   const size_t rowBytes = packedRowBytes(f, K);
-  const int64_t groups = quantGroups(f, K);
-  const int V = 2 * f.bits;
-  const bool affine = f.grid == QuantGrid::Affine;
-  uint8_t q[kPanelRows][kPanelBlockInputs];
   for (int64_t p = panelBegin; p < panelEnd && p < g.panels; ++p) {
-    uint8_t *panel = out + p * g.panelBytes;
-    std::memset(panel, 0, static_cast<size_t>(g.panelBytes));
     const int rows =
         static_cast<int>(N - p * kPanelRows < kPanelRows ? N - p * kPanelRows
                                                          : kPanelRows);
-    for (int64_t i = 0; i < g.blocks; ++i) {
-      std::memset(q, 0, sizeof(q));
-      for (int r = 0; r < rows; ++r)
-        rowBlockQuants(packed + (p * kPanelRows + r) * rowBytes, f, K, i, q[r]);
-      // Tile row t, byte 4r + j = (row r, input 4t + j), in plane t / V of
-      // vector t % V.
-      uint8_t *block = panel + i * g.blockBytes;
-      for (int t = 0; t < kTileRows; ++t) {
-        uint8_t *vec = block + (t % V) * 64;
-        const int shift = f.bits * (t / V);
-        for (int r = 0; r < kPanelRows; ++r)
-          for (int j = 0; j < 4; ++j)
-            vec[4 * r + j] =
-                static_cast<uint8_t>(vec[4 * r + j] | (q[r][4 * t + j] << shift));
-      }
-    }
-    // Scales (and minimums): group gi's 16 halves; padded rows and groups
-    // stay 0.
-    for (int r = 0; r < rows; ++r) {
-      const uint8_t *src =
-          packed + (p * kPanelRows + r) * rowBytes + quantBytes(f, K);
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        std::memcpy(panel + g.scaleOffset + gi * 32 + 2 * r, src + 2 * gi, 2);
-        if (affine)
-          std::memcpy(panel + g.minOffset + gi * 32 + 2 * r,
-                      src + 2 * (groups + gi), 2);
-      }
+    const uint8_t *src = packed + p * kPanelRows * rowBytes;
+    uint8_t *panel = out + p * g.panelBytes;
+    switch (f.bits) {
+    case 2:
+      repackPanel<2>(src, rowBytes, rows, f, K, g, panel);
+      break;
+    case 4:
+      repackPanel<4>(src, rowBytes, rows, f, K, g, panel);
+      break;
+    default:
+      repackPanel<8>(src, rowBytes, rows, f, K, g, panel);
+      break;
     }
   }
 }

@@ -63,8 +63,9 @@ const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   }
 }
 
-// The calling thread's buffer for prepared activations: grown (64-byte
-// aligned) when a call needs more, never shrunk, freed at thread exit.
+// The calling thread's buffer for prepared activations, for calls given no
+// scratch: grown (64-byte aligned) when a call needs more, never shrunk,
+// freed at thread exit.
 class Scratch {
 public:
   ~Scratch() { std::free(data_); }
@@ -86,7 +87,7 @@ thread_local Scratch tScratch;
 
 void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
          const uint8_t *w, QuantFormat f, int64_t N, float *y, bool accumulate,
-         fm::rt::ThreadPool *pool) {
+         fm::rt::ThreadPool *pool, uint8_t *scratch) {
   assert(isValidQuantFormat(f) && "invalid quant format");
   assert(K % f.group == 0 && "K must be a multiple of the group");
   if (M <= 0 || N <= 0)
@@ -106,7 +107,8 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
       pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
   if (isa.prepare) {
     const int64_t rowBytes = isa.preparedRowBytes(f, K);
-    uint8_t *act = tScratch.get(static_cast<size_t>(M * rowBytes));
+    uint8_t *act =
+        scratch ? scratch : tScratch.get(static_cast<size_t>(M * rowBytes));
     auto prepare = [&](int64_t begin, int64_t end) {
       for (int64_t m = begin; m < end; ++m)
         isa.prepare(x + m * K, K, f, act + m * rowBytes);
@@ -167,14 +169,23 @@ const char *qmatmulPathName() { return kernelIsaName(kernelIsaBest()); }
 
 void qmatmulOn(KernelIsa path, QActivations act, const float *x, int64_t M,
                int64_t K, const uint8_t *w, QuantFormat f, int64_t N, float *y,
-               bool accumulate, fm::rt::ThreadPool *pool) {
-  run(isaTable(path, act), x, M, K, w, f, N, y, accumulate, pool);
+               bool accumulate, fm::rt::ThreadPool *pool, uint8_t *scratch) {
+  run(isaTable(path, act), x, M, K, w, f, N, y, accumulate, pool, scratch);
+}
+
+size_t qmatmulScratchBytes(QuantFormat f, int64_t M, int64_t K,
+                           QActivations act) {
+  const QMatmulIsa &isa = isaTable(kernelIsaBest(), act);
+  if (!isa.prepare || M <= 0 || K <= 0)
+    return 0;
+  return static_cast<size_t>(M * isa.preparedRowBytes(f, K));
 }
 
 void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
              QuantFormat f, int64_t N, float *y, bool accumulate,
-             fm::rt::ThreadPool *pool, QActivations act) {
-  qmatmulOn(kernelIsaBest(), act, x, M, K, w, f, N, y, accumulate, pool);
+             fm::rt::ThreadPool *pool, QActivations act, uint8_t *scratch) {
+  qmatmulOn(kernelIsaBest(), act, x, M, K, w, f, N, y, accumulate, pool,
+            scratch);
 }
 
 } // namespace fm::kernels

@@ -6,6 +6,7 @@
 #include "kernels/isa.h"
 #include "kernels/qformat.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace fm::rt {
@@ -45,12 +46,20 @@ const char *qActivationsName(QActivations a);
 /// output rows); M > 1 the prefill matmul. `pool` may be null. `act`
 /// chooses how x enters the integer dot products (QActivations).
 ///
-/// Scratch: the prepared activations go to a buffer owned by the calling
-/// thread (thread_local), grown to the largest M * K seen and then reused:
-/// no allocation per call once warm. Pool workers only read it.
+/// Scratch: the prepared activations go to `scratch` (64-byte aligned,
+/// qmatmulScratchBytes(f, M, K, act) bytes; pool workers only read it): a
+/// prepared kernel passes its queue's scratch, so a call allocates nothing.
+/// Null: a buffer owned by the calling thread (thread_local), grown to the
+/// largest M * K seen and then reused.
 void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
              QuantFormat f, int64_t N, float *y, bool accumulate,
-             fm::rt::ThreadPool *pool, QActivations act = QActivations::Int8x2);
+             fm::rt::ThreadPool *pool, QActivations act = QActivations::Int8x2,
+             uint8_t *scratch = nullptr);
+
+/// Bytes of scratch qmatmul (the best path) needs for M rows of K inputs
+/// with `act` (0 where the path reads x as it is).
+size_t qmatmulScratchBytes(QuantFormat f, int64_t M, int64_t K,
+                           QActivations act);
 
 /// The name of the path qmatmul uses, e.g. "avx512".
 const char *qmatmulPathName();
@@ -62,6 +71,7 @@ const char *qmatmulPathName();
 /// the generic one on the others.
 void qmatmulOn(KernelIsa path, QActivations act, const float *x, int64_t M,
                int64_t K, const uint8_t *w, QuantFormat f, int64_t N, float *y,
-               bool accumulate, fm::rt::ThreadPool *pool);
+               bool accumulate, fm::rt::ThreadPool *pool,
+               uint8_t *scratch = nullptr);
 
 } // namespace fm::kernels

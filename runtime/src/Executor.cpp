@@ -332,6 +332,9 @@ Status Executor::setLora(const LoraTable *lora) {
   }
   for (auto &[step, kernel] : rebuilt)
     step->kernel = std::move(kernel);
+  // The new kernels of programs that ran get ready again at their next run.
+  for (Program &p : programs_)
+    p.ran = false;
   return Status::ok();
 }
 
@@ -353,6 +356,7 @@ Status Executor::runImage(int program, const float *image, int64_t floats) {
                          std::to_string(p.imageFloats));
   FM_RETURN_IF_ERROR(device_->upload(*arena_, p.imageOffset, image,
                                      uint64_t(floats) * sizeof(float)));
+  FM_RETURN_IF_ERROR(beforeFirstRun(programs_[program]));
   // Every command runs on its fixed rows (the static shapes of one image).
   for (const Step &s : p.steps) {
     const hal::Launch launch{s.rows > 0 ? s.rows : p.maxRows, 0, nullptr,
@@ -402,6 +406,7 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
 
   // A last_row_only step sees a 1-row chunk at the chunk's last position;
   // its buffers hold that one row.
+  FM_RETURN_IF_ERROR(beforeFirstRun(programs_[program]));
   const hal::Launch all{rows, pos, tokens, embedRows};
   const hal::Launch last{1, pos + rows - 1, tokens ? tokens + rows - 1 : nullptr,
                          embedRows ? embedRows + rows - 1 : nullptr};
@@ -410,6 +415,17 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
   Status status = runSteps(p, all, last);
   Status flushed = queue_->flush();
   return status ? flushed : status;
+}
+
+Status Executor::beforeFirstRun(Program &p) {
+  if (p.ran)
+    return Status::ok();
+  for (Step &s : p.steps)
+    if (Status st = s.kernel->beforeFirstRun(); !st)
+      return Status::error(name_ + ": program '" + p.phase + "' command " +
+                           std::to_string(s.index) + ": " + st.message());
+  p.ran = true;
+  return Status::ok();
 }
 
 Status Executor::runSteps(const Program &p, const hal::Launch &all,

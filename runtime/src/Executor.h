@@ -38,7 +38,8 @@ struct ExecutorOptions {
 /// caches (zeroed; per cache, slot s holds K then V, each
 /// [capacity][kv_heads * head_dim] of f32, or of int8 for an i8 cache), the
 /// device kernels of every command, and the queues they run on. run()
-/// allocates nothing.
+/// allocates nothing, but for the first run of a program, where its kernels
+/// make what only runs need (Kernel::beforeFirstRun: the CPU's GEMM copies).
 ///
 /// Track sections (consecutive commands of one track block) run their
 /// tracks concurrently, one track queue each (Queue::runConcurrently).
@@ -166,6 +167,7 @@ private:
     int64_t imageFloats = 0;
     std::vector<Step> steps;
     std::vector<Section> sections;
+    bool ran = false; // its kernels' beforeFirstRun were called
   };
   class Builder;
 
@@ -173,6 +175,9 @@ private:
   Status build(const LoadedModel &model, const ExecutorOptions &options);
   /// The session's queue and track queues, with `scratch` bytes each.
   Status createQueues(uint64_t scratch);
+  /// Kernel::beforeFirstRun of p's steps, once (what only runs need: a
+  /// program that never runs costs nothing).
+  Status beforeFirstRun(Program &p);
   /// The steps of `p`: `last` for last_row_only steps, `all` for the rest.
   Status runSteps(const Program &p, const hal::Launch &all,
                   const hal::Launch &last);

@@ -3,6 +3,7 @@
 
 #include "Executor.h"
 #include "Lora.h"
+#include "commands/Command.h"
 #include "fm/adapter.h"
 #include "fm/artifact.h"
 #include "fm/minisign.h"
@@ -49,7 +50,7 @@ struct Model::Impl {
   std::mutex tokenizerMutex;
   std::unique_ptr<Expected<Tokenizer>> tokenizer;
   std::string signedBy;
-  uint64_t sessionBytes = 0, copiedWeights = 0;
+  uint64_t sessionBytes = 0, copiedWeights = 0, prefillCopies = 0;
   bool hasImage = false, hasDecoder = false;
   ImageEncoderInfo image;
 };
@@ -117,13 +118,54 @@ uint64_t physicalMemory() {
   return ~uint64_t(0);
 }
 
+// The device's copies of packed weights for matmuls of several rows
+// (hal::Device::prefillCopyBytes), once per weight, over every program that
+// may run such a matmul or Moe: the most a session can make them hold (an
+// upper bound: a fused pair of weights may share one copy).
+uint64_t prefillCopyBytes(const ArtifactFile &a, const hal::Device &device) {
+  const fa::Artifact &root = a.root();
+  std::vector<bool> counted(root.weights()->size(), false);
+  uint64_t total = 0;
+  auto count = [&](int64_t index) {
+    if (index < 0 || counted[index])
+      return;
+    counted[index] = true;
+    const fa::Weight *w = root.weights()->Get(uint32_t(index));
+    if (isQuantized(w->dtype())) // 2-D: the loader checked
+      total = satAdd(total, device.prefillCopyBytes(rt::quantFormatOf(*w),
+                                                    w->shape()->Get(0),
+                                                    w->shape()->Get(1)));
+  };
+  for (const fa::Program *p : *root.programs())
+    for (const fa::Command *c : *p->commands()) {
+      const int64_t rows = c->rows() > 0       ? c->rows()
+                           : c->last_row_only() ? 1
+                                                : p->max_rows();
+      if (rows <= 1)
+        continue;
+      if (const fa::MatMul *m = c->op_as_MatMul())
+        for (uint32_t index : *m->weights())
+          count(index);
+      // A Moe's experts (the router and the shared expert's gate keep the
+      // row kernel).
+      if (const fa::Moe *m = c->op_as_Moe()) {
+        for (const auto *list : {m->gate(), m->up(), m->down()})
+          for (uint32_t index : *list)
+            count(index);
+        for (int32_t index : {m->shared_gate(), m->shared_up(), m->shared_down()})
+          count(index);
+      }
+    }
+  return total;
+}
+
 // What a session of `a` on `device` needs as the artifact declares it (the
-// caches, the largest arena, the weights when the device copies them),
-// checked against `limit` (0: physical memory) before anything is
-// allocated; the error names the largest part.
+// caches, the largest arena, the weights when the device copies them, its
+// copies for prefill), checked against `limit` (0: physical memory) before
+// anything is allocated; the error names the largest part.
 Status checkMemory(const ArtifactFile &a, const hal::Device &device,
                    uint64_t limit, uint64_t *sessionBytes,
-                   uint64_t *copiedWeights) {
+                   uint64_t *copiedWeights, uint64_t *prefillCopies) {
   const fa::Artifact &root = a.root();
   struct Part {
     std::string what;
@@ -157,6 +199,11 @@ Status checkMemory(const ArtifactFile &a, const hal::Device &device,
     parts.push_back({"data_size (the weights, which device '" + device.name() +
                          "' copies)",
                      *copiedWeights});
+  *prefillCopies = prefillCopyBytes(a, device);
+  if (*prefillCopies)
+    parts.push_back({"the copies of packed weights that device '" +
+                         device.name() + "' makes for prefill",
+                     *prefillCopies});
   uint64_t total = 0;
   const Part *largest = nullptr;
   for (const Part &part : parts) {
@@ -200,7 +247,8 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
   impl->deviceName = impl->device->name();
   impl->deviceDescription = impl->device->description();
   FM_RETURN_IF_ERROR(checkMemory(a, *impl->device, options.maxMemoryBytes,
-                                 &impl->sessionBytes, &impl->copiedWeights));
+                                 &impl->sessionBytes, &impl->copiedWeights,
+                                 &impl->prefillCopies));
   if (a.signedBy())
     impl->signedBy = minisign::keyIdText(*a.signedBy());
   auto weights = impl->device->importWeights(a.data(), a.dataSize());
@@ -388,6 +436,10 @@ Expected<Tokenizer> Model::tokenizer() const {
 const std::string &Model::signedBy() const { return impl_->signedBy; }
 uint64_t Model::sessionBytes() const { return impl_->sessionBytes; }
 uint64_t Model::copiedWeightBytes() const { return impl_->copiedWeights; }
+uint64_t Model::prefillCopyBytes() const { return impl_->prefillCopies; }
+uint64_t Model::prefillCopiesMade() const {
+  return impl_->device->prefillCopiesMade();
+}
 
 Status Model::checkFile(bool weights) const {
   const ArtifactFile &a = *impl_->artifact;

@@ -4,6 +4,7 @@
 
 #include "hal/cpu/CpuExecutable.h"
 #include "kernels/isa.h"
+#include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 
 #include <cstring>
@@ -85,6 +86,14 @@ Expected<std::unique_ptr<Buffer>> CpuDevice::importWeights(const uint8_t *data,
                                                            uint64_t bytes) {
   // Used in place from the artifact's mapping.
   return std::unique_ptr<Buffer>(new HostBuffer(data, bytes));
+}
+
+uint64_t CpuDevice::prefillCopyBytes(kernels::QuantFormat f, int64_t N,
+                                     int64_t K) const {
+  using kernels::GemmLayout;
+  return kernels::gemmLayoutProblem(GemmLayout::Panel16, f, N, K).empty()
+             ? kernels::gemmPackedBytes(GemmLayout::Panel16, f, N, K)
+             : 0;
 }
 
 bool CpuDevice::readsLayout(const std::string &layout) const {

@@ -61,6 +61,9 @@ public:
   Expected<std::unique_ptr<Buffer>> importWeights(const uint8_t *data,
                                                   uint64_t bytes) override;
   bool importCopiesWeights() const override { return false; }
+  uint64_t prefillCopyBytes(kernels::QuantFormat f, int64_t N,
+                            int64_t K) const override;
+  uint64_t prefillCopiesMade() const override { return gemmWeights_.bytes(); }
   bool readsLayout(const std::string &layout) const override;
   Expected<std::unique_ptr<Executable>>
   loadExecutable(const artifact::Executable &executable,

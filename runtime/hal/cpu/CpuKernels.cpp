@@ -108,7 +108,7 @@ kernels::Activation kernelActivation(Activation a) {
 class MatmulKernel final : public Kernel {
 public:
   MatmulKernel(const MatmulDesc &d, GemmWeights &gemm)
-      : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
+      : gemm_(gemm), x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
         yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate),
         bias_(d.bias.present()
                   ? reinterpret_cast<const float *>(hostBytes(d.bias))
@@ -134,15 +134,15 @@ public:
       prev = &w;
     }
     // Launches of several rows (prefill) multiply packed weights as a GEMM
-    // over their Panel16 copy, made when the first kernel asks for it.
+    // over their Panel16 copy, made before the program's first run
+    // (beforeFirstRun), so that programs which never run cost no copies.
     if (d.maxRows > 1 && d.activations != kernels::QActivations::F32)
       for (Group &g : groups_)
-        if (g.w.kind == WeightRef::Kind::Quant)
-          if (auto copy = gemm.panel16(static_cast<const uint8_t *>(g.w.data),
-                                       g.w.format, g.rows, k_)) {
-            g.w.gemm = copy->data();
-            gemmCopies_.push_back(std::move(copy));
-          }
+        if (g.w.kind == WeightRef::Kind::Quant &&
+            kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,
+                                       g.w.format, g.rows, k_)
+                .empty())
+          g.wantsGemm = true;
     // A strided x is gathered into dense rows first; a group narrower than
     // y's rows goes through dense scratch.
     if (d.maxRows > 1 && xStride_ != k_)
@@ -150,10 +150,36 @@ public:
     for (const Group &g : groups_)
       if (d.maxRows > 1 && yStride_ != g.rows)
         yScratch_ = std::max<uint64_t>(
-            yScratch_, uint64_t(d.maxRows) * g.rows * sizeof(float));
+            yScratch_, alignUp(uint64_t(d.maxRows) * g.rows * sizeof(float)));
+    // The packed kernels' prepared activations, sized for the most rows
+    // here so that a run allocates nothing (the HAL's contract).
+    for (const Group &g : groups_)
+      if (g.w.kind == WeightRef::Kind::Quant) {
+        uint64_t bytes = kernels::qmatmulScratchBytes(g.w.format, d.maxRows,
+                                                      k_, g.w.activations);
+        if (g.wantsGemm)
+          bytes = std::max<uint64_t>(
+              bytes, kernels::qgemmScratchBytes(g.w.format, d.maxRows, k_,
+                                                g.w.activations));
+        packedScratch_ = std::max(packedScratch_, alignUp(bytes));
+      }
   }
 
-  uint64_t scratchBytes() const override { return xScratch_ + yScratch_; }
+  uint64_t scratchBytes() const override {
+    return xScratch_ + yScratch_ + packedScratch_;
+  }
+
+  Status beforeFirstRun() override {
+    // A weight whose copy is not available (memory) keeps the row kernel.
+    for (Group &g : groups_)
+      if (g.wantsGemm && !g.w.gemm)
+        if (auto copy = gemm_.panel16(static_cast<const uint8_t *>(g.w.data),
+                                      g.w.format, g.rows, k_)) {
+          g.w.gemm = copy->data();
+          gemmCopies_.push_back(std::move(copy));
+        }
+    return Status::ok();
+  }
 
   Status run(Queue &queue, const Launch &l) const override {
     CpuQueue &q = cpu(queue);
@@ -189,7 +215,8 @@ private:
   struct Group {
     WeightRef w;
     int64_t rows = 0;
-    int64_t col0 = 0; // first column of y
+    int64_t col0 = 0;       // first column of y
+    bool wantsGemm = false; // a GEMM copy before the first run
   };
 
   /// y[M][g.rows] (dense) (+)= act(x · gᵀ + bias): the packed GEMM for
@@ -202,7 +229,9 @@ private:
       kernels::gemmF32(x, M, k_, static_cast<const float *>(g.w.data), g.rows,
                        bias, y, accumulate_, q.pool());
     } else {
-      rt::linear(g.w, x, M, k_, g.rows, y, accumulate_, q.pool());
+      rt::linear(g.w, x, M, k_, g.rows, y, accumulate_, q.pool(),
+                 packedScratch_ ? q.scratch() + xScratch_ + yScratch_
+                                : nullptr);
       if (bias)
         for (int64_t r = 0; r < M; ++r)
           for (int64_t c = 0; c < g.rows; ++c)
@@ -212,6 +241,7 @@ private:
       kernels::activate(activation_, y, M * g.rows, q.pool());
   }
 
+  GemmWeights &gemm_;
   std::vector<Group> groups_;
   std::vector<std::shared_ptr<const rt::HostBlock>> gemmCopies_;
   float *x_;
@@ -222,7 +252,7 @@ private:
   const float *bias_;
   bool activate_;
   kernels::Activation activation_;
-  uint64_t xScratch_ = 0, yScratch_ = 0;
+  uint64_t xScratch_ = 0, yScratch_ = 0, packedScratch_ = 0;
 };
 
 class AttentionKernel final : public Kernel {
@@ -278,9 +308,9 @@ private:
 
 class MoeKernel final : public Kernel {
 public:
-  explicit MoeKernel(const MoeDesc &d)
-      : x_(hostFloats(d.x)), xStride_(d.x.stride), y_(hostFloats(d.y)),
-        yStride_(d.y.stride) {
+  MoeKernel(const MoeDesc &d, GemmWeights &gemm)
+      : gemm_(gemm), x_(hostFloats(d.x)), xStride_(d.x.stride),
+        y_(hostFloats(d.y)), yStride_(d.y.stride) {
     kernels::MoeShape shape;
     shape.hidden = d.x.width;
     shape.experts = static_cast<int64_t>(d.gate.size());
@@ -318,6 +348,9 @@ public:
         q_.sharedExpertGate = weightRef(d.sharedExpertGate, d.activations);
       }
       scratch_ = rt::quantMoeScratchFloats(planned) * sizeof(float);
+      // Launches of several rows run each expert's gathered rows as a GEMM
+      // over Panel16 copies, made before the program's first run.
+      wantsGemm_ = d.maxRows > 1 && d.activations != kernels::QActivations::F32;
       return;
     }
     f_.shape = shape;
@@ -343,6 +376,20 @@ public:
 
   uint64_t scratchBytes() const override { return scratch_; }
 
+  Status beforeFirstRun() override {
+    if (!wantsGemm_)
+      return Status::ok();
+    const int64_t E = q_.shape.experts, K = q_.shape.hidden;
+    for (int64_t e = 0; e < E; ++e)
+      swigluCopies(refs_[e], refs_[E + e], refs_[2 * E + e],
+                   q_.shape.intermediate, K);
+    if (q_.shape.sharedIntermediate > 0)
+      swigluCopies(q_.sharedGate, q_.sharedUp, q_.sharedDown,
+                   q_.shape.sharedIntermediate, K);
+    wantsGemm_ = false;
+    return Status::ok();
+  }
+
   Status run(Queue &queue, const Launch &l) const override {
     CpuQueue &q = cpu(queue);
     float *scratch = reinterpret_cast<float *>(q.scratch());
@@ -367,6 +414,40 @@ public:
   }
 
 private:
+  /// The GEMM copy of packed weight w ([N][K]), when it has none yet.
+  void copy(WeightRef &w, int64_t N, int64_t K) {
+    if (w.kind != WeightRef::Kind::Quant || w.gemm)
+      return;
+    if (kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16, w.format, N,
+                                   K)
+            .empty())
+      if (auto c = gemm_.panel16(static_cast<const uint8_t *>(w.data),
+                                 w.format, N, K)) {
+        w.gemm = c->data();
+        gemmCopies_.push_back(std::move(c));
+      }
+  }
+  /// Copies of one SwiGLU's weights ([I][K] gate and up, [K][I] down): gate
+  /// and up as one [2I][K] copy where they run as one matmul (QuantMoe's
+  /// handleStacked: up follows gate in one format).
+  void swigluCopies(WeightRef &gate, WeightRef &up, WeightRef &down,
+                    int64_t I, int64_t K) {
+    const bool stacked =
+        gate.sameLayout(up) &&
+        static_cast<const char *>(gate.data) + size_t(I) * gate.rowBytes(K) ==
+            static_cast<const char *>(up.data);
+    if (stacked) {
+      copy(gate, 2 * I, K);
+    } else {
+      copy(gate, I, K);
+      copy(up, I, K);
+    }
+    copy(down, K, I);
+  }
+
+  GemmWeights &gemm_;
+  std::vector<std::shared_ptr<const rt::HostBlock>> gemmCopies_;
+  bool wantsGemm_ = false;
   bool quant_ = false;
   rt::QuantMoeArgs q_;
   std::vector<WeightRef> refs_; // the experts' gate, up, down
@@ -522,7 +603,7 @@ CpuDevice::prepareAttention(const AttentionDesc &d) {
 }
 
 Expected<std::unique_ptr<Kernel>> CpuDevice::prepareMoe(const MoeDesc &d) {
-  return make<MoeKernel>(d);
+  return make<MoeKernel>(d, gemmWeights_);
 }
 
 Expected<std::unique_ptr<Kernel>>

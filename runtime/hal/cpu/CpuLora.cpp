@@ -71,6 +71,7 @@ public:
   }
 
   uint64_t scratchBytes() const override { return scratch_; }
+  Status beforeFirstRun() override { return base_->beforeFirstRun(); }
 
   Status run(Queue &queue, const Launch &l) const override {
     FM_RETURN_IF_ERROR(base_->run(queue, l));

@@ -53,8 +53,12 @@ struct WeightRef {
 };
 
 /// y[M][N] (+)= x[M][K] · wᵀ (dense rows) on the kernel for w's kind.
+/// `scratch`, for a packed weight: the larger of kernels::qmatmulScratchBytes
+/// and (with a GEMM copy) kernels::qgemmScratchBytes for M rows; null: the
+/// kernels' thread-local buffers, which grow on first use.
 inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
-                   int64_t N, float *y, bool accumulate, ThreadPool *pool) {
+                   int64_t N, float *y, bool accumulate, ThreadPool *pool,
+                   uint8_t *scratch = nullptr) {
   switch (w.kind) {
   case WeightRef::Kind::F32:
     kernels::matmulF32(x, M, K, static_cast<const float *>(w.data), N, y,
@@ -69,11 +73,11 @@ inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
     // the row kernel.
     if (M > 1 && w.gemm && w.activations != kernels::QActivations::F32) {
       kernels::qgemm(x, M, K, w.gemm, kernels::GemmLayout::Panel16, w.format,
-                     N, y, accumulate, pool, w.activations);
+                     N, y, accumulate, pool, w.activations, scratch);
       return;
     }
     kernels::qmatmul(x, M, K, static_cast<const uint8_t *>(w.data), w.format, N,
-                     y, accumulate, pool, w.activations);
+                     y, accumulate, pool, w.activations, scratch);
     return;
   }
 }

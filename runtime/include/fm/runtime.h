@@ -59,7 +59,8 @@ struct LoadOptions {
   /// verifyHash to the weights.
   std::vector<std::string> trustedKeys;
   /// The most bytes a session of the model may need: its KV caches, the
-  /// activation arena and what the device copies (the weights, on a GPU).
+  /// activation arena and what the device copies (the weights, on a GPU;
+  /// packed weights for prefill, on the CPU).
   /// An artifact that declares more is refused before anything is
   /// allocated, naming the field. 0: this machine's physical memory.
   uint64_t maxMemoryBytes = 0;
@@ -173,10 +174,16 @@ public:
   /// whose signature was checked at load; empty without trustedKeys.
   const std::string &signedBy() const;
   /// Bytes a session needs as the artifact declares them (KV caches, the
-  /// largest arena) plus the weights the device copied; kernel scratch
+  /// largest arena) plus the weights the device copies; kernel scratch
   /// comes on top (Session::memoryBytes()).
   uint64_t sessionBytes() const;
   uint64_t copiedWeightBytes() const;
+  /// Of sessionBytes(): the device's copies of packed weights for prefill
+  /// (the CPU's GEMM layout), at most one per weight, shared by the model's
+  /// sessions and made when a program that multiplies the weight by several
+  /// rows first runs; and those made so far.
+  uint64_t prefillCopyBytes() const;
+  uint64_t prefillCopiesMade() const;
   /// An error when the file changed since it was loaded (size or
   /// modification time), and with `weights` also when the data section no
   /// longer matches the weights digest (reads every byte). Sessions check

@@ -2,7 +2,12 @@
 // made once per weight and hold exactly repackForGemm's bytes, and a matmul
 // kernel prepared for several rows multiplies packed weights by them within
 // the qmatmul error bound of the plain double-precision reference, for two
-// weights fused into one call and for a strided y.
+// weights fused into one call and for a strided y; a session makes them only
+// when a program that needs them first runs, and the memory bound a load
+// checks counts them.
+#include "PackedWeights.h"
+#include "QuantModel.h"
+#include "fm/runtime.h"
 #include "hal/cpu/CpuDevice.h"
 #include "kernels/qgemm.h"
 #include "kernels/qmatmul_problem.h"
@@ -62,7 +67,6 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
   const int64_t K = 192, N0 = 40, N1 = 24, N = N0 + N1, M = 9;
   // Both weights as one problem: rows [0, N0) are w0, the rest w1.
   const QMatmulProblem p(f, M, K, N, 23);
-  const size_t rowBytes = kernels::packedRowBytes(f, K);
   for (bool apart : {false, true})
     for (int64_t yStride : {N, N + 8})
       for (int64_t maxRows : {int64_t(1), M}) {
@@ -72,10 +76,7 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
         hal::CpuDevice device;
         // The weights' bytes, w1 after a gap of 128 bytes when apart.
         const size_t gap = apart ? 128 : 0;
-        std::vector<uint8_t> data(N * rowBytes + gap);
-        std::memcpy(data.data(), p.w.data(), N0 * rowBytes);
-        std::memcpy(data.data() + N0 * rowBytes + gap,
-                    p.w.data() + N0 * rowBytes, N1 * rowBytes);
+        const std::vector<uint8_t> data = splitPackedRows(p.w, f, K, N0, gap);
         auto weights = device.importWeights(data.data(), data.size());
         ASSERT_TRUE(weights.isOk());
         auto arena = device.allocate(4 * (M * K + M * yStride),
@@ -90,18 +91,11 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
         d.n = N;
         d.maxRows = maxRows;
         d.activations = QActivations::Int8x2;
-        for (int i = 0; i < 2; ++i) {
-          hal::WeightDesc w;
-          w.buffer = weights->get();
-          w.offset = i == 0 ? 0 : N0 * rowBytes + gap;
-          w.bytes = (i == 0 ? N0 : N1) * rowBytes;
-          w.kind = hal::WeightKind::Quant;
-          w.format = f;
-          w.shape = {i == 0 ? N0 : N1, K};
-          d.weights.push_back(w);
-        }
+        addSplitWeights(d, weights->get(), f, K, N0, N1, gap);
         auto kernel = device.prepareMatmul(d);
         ASSERT_TRUE(kernel.isOk()) << kernel.message();
+        EXPECT_EQ(device.gemmWeights().bytes(), 0u) << "copies before a run";
+        ASSERT_TRUE((*kernel)->beforeFirstRun().isOk());
         // Only kernels for several rows make copies: the whole fused weight,
         // or each of the two.
         const uint64_t copied = device.gemmWeights().bytes();
@@ -130,6 +124,88 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
                 << "row " << r << " column " << c;
           }
       }
+}
+
+const std::vector<uint8_t> &kernelsSo() {
+  static const std::vector<uint8_t> image = readFile(FM_TEST_KERNELS_SO);
+  return image;
+}
+
+// QuantModel's packed weights that its prefill program multiplies by
+// several rows (Q; K and V; O; the tied LM head, the embedding table), one
+// Panel16 copy each, computed here from the formats QuantModel states.
+uint64_t quantModelCopyBytes(const QuantModel::Options &o) {
+  auto bytes = [](QuantModel::Storage s, int64_t N, int64_t K) {
+    return uint64_t(kernels::gemmPackedBytes(GemmLayout::Panel16, s.format(), N, K));
+  };
+  const int64_t H = QuantModel::kHidden, KV = QuantModel::kKv;
+  return bytes(o.q, H, H) + 2 * bytes(o.kv, KV, H) + bytes(o.o, H, H) +
+         bytes(o.embed, QuantModel::kVocab, H);
+}
+
+TEST(GemmWeights, ASessionCopiesOnlyForTheProgramsItRuns) {
+  QuantModel qm;
+  const QuantModel::Options o;
+  const std::vector<uint8_t> file = qm.build(o, kernelsSo());
+  auto model = Model::loadFromBuffer(file.data(), file.size(), "q.fmb");
+  ASSERT_TRUE(model.isOk()) << model.message();
+  const uint64_t want = quantModelCopyBytes(o);
+  EXPECT_EQ((*model)->prefillCopyBytes(), want);
+  SessionOptions so;
+  so.threads = 1;
+  Session s(*model, so);
+  ASSERT_TRUE(s.status().isOk()) << s.status().message();
+  EXPECT_EQ((*model)->prefillCopiesMade(), 0u) << "a session copies nothing";
+  // Decoding token by token runs the decode program alone: no copies.
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2};
+  auto one = s.prefill(tokens, false, /*chunk=*/1);
+  ASSERT_TRUE(one.isOk()) << one.message();
+  EXPECT_EQ((*model)->prefillCopiesMade(), 0u) << "decode made copies";
+  ASSERT_TRUE(s.reset().isOk());
+  auto many = s.prefill(tokens);
+  ASSERT_TRUE(many.isOk()) << many.message();
+  EXPECT_EQ((*model)->prefillCopiesMade(), want);
+  // A second session shares them.
+  Session t(*model, so);
+  ASSERT_TRUE(t.prefill(tokens).isOk());
+  EXPECT_EQ((*model)->prefillCopiesMade(), want);
+  // With f32 activations prefill keeps the row kernel: no copies.
+  auto other = Model::loadFromBuffer(file.data(), file.size(), "q.fmb");
+  ASSERT_TRUE(other.isOk());
+  SessionOptions exact = so;
+  exact.activations = SessionOptions::Activations::F32;
+  Session e(*other, exact);
+  ASSERT_TRUE(e.prefill(tokens).isOk());
+  EXPECT_EQ((*other)->prefillCopiesMade(), 0u);
+}
+
+TEST(GemmWeights, TheMemoryBoundCountsTheCopies) {
+  QuantModel qm;
+  const QuantModel::Options o;
+  const std::vector<uint8_t> file = qm.build(o, kernelsSo());
+  auto model = Model::loadFromBuffer(file.data(), file.size(), "q.fmb");
+  ASSERT_TRUE(model.isOk()) << model.message();
+  const uint64_t need = (*model)->sessionBytes();
+  const uint64_t copies = (*model)->prefillCopyBytes();
+  ASSERT_GT(copies, 0u);
+  LoadOptions lo;
+  lo.maxMemoryBytes = need;
+  EXPECT_TRUE(Model::loadFromBuffer(file.data(), file.size(), "q.fmb", lo).isOk());
+  // Enough for the caches and the arena, not for the copies too.
+  lo.maxMemoryBytes = need - copies;
+  auto refused = Model::loadFromBuffer(file.data(), file.size(), "q.fmb", lo);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.message().find("q.fmb: a session needs"), std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("more than the limit"), std::string::npos)
+      << refused.message();
+  // The same model without a program of several rows makes no copies.
+  QuantModel::Options decodeOnly;
+  decodeOnly.withPrefill = false;
+  const std::vector<uint8_t> small = qm.build(decodeOnly, kernelsSo());
+  auto d = Model::loadFromBuffer(small.data(), small.size(), "d.fmb");
+  ASSERT_TRUE(d.isOk()) << d.message();
+  EXPECT_EQ((*d)->prefillCopyBytes(), 0u);
 }
 
 } // namespace

@@ -709,6 +709,10 @@ TEST(QuantMoe, MoeCommand) {
       ASSERT_EQ(got.size(), want.size());
       // As QuantMoe.MatchesTheMoeKernel.
       EXPECT_LT(relativeMaxError(got.data(), want.data(), want.size()), 4e-2);
+      // The experts ran as GEMMs over their Panel16 copies (gate and up as
+      // one), all that the load counted.
+      EXPECT_GT(m->prefillCopyBytes(), 0u);
+      EXPECT_EQ(m->prefillCopiesMade(), m->prefillCopyBytes());
     }
   }
 }

@@ -1,0 +1,191 @@
+// The HAL's contract that Kernel::run allocates nothing (runtime/hal/
+// Device.h), checked for the CPU matmul kernel over packed weights: this
+// executable replaces glibc's malloc family with counting wrappers, and each
+// run happens on a fresh thread, so a kernel that grew a thread-local buffer
+// inside run (qgemm's and qmatmul's prepared activations did) is counted.
+#include "PackedWeights.h"
+#include "hal/cpu/CpuDevice.h"
+#include "kernels/qgemm.h"
+#include "kernels/qmatmul_problem.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+// glibc's own allocator entry points, which the wrappers forward to.
+extern "C" {
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+}
+
+namespace {
+std::atomic<bool> gCounting{false};
+std::atomic<long> gAllocations{0};
+void count() {
+  if (gCounting.load(std::memory_order_relaxed))
+    gAllocations.fetch_add(1, std::memory_order_relaxed);
+}
+} // namespace
+
+extern "C" {
+void *malloc(size_t n) {
+  count();
+  return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n) {
+  count();
+  return __libc_realloc(p, n);
+}
+void *aligned_alloc(size_t alignment, size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+void *memalign(size_t alignment, size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void **out, size_t alignment, size_t n) {
+  count();
+  void *p = __libc_memalign(alignment, n);
+  if (!p)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+void free(void *p) { __libc_free(p); }
+}
+
+namespace fm::test {
+namespace {
+
+using kernels::QActivations;
+using kernels::QuantFormat;
+using kernels::QuantGrid;
+using kernels::testing::QMatmulProblem;
+
+// Allocations made while fn runs on a new thread (the thread's own start
+// and end are not counted).
+template <typename F> long allocationsOnAFreshThread(F &&fn) {
+  std::atomic<bool> go{false}, done{false};
+  long counted = 0;
+  std::thread t([&] {
+    while (!go.load())
+      std::this_thread::yield();
+    gAllocations.store(0);
+    gCounting.store(true);
+    fn();
+    gCounting.store(false);
+    counted = gAllocations.load();
+    done.store(true);
+  });
+  go.store(true);
+  t.join();
+  EXPECT_TRUE(done.load());
+  return counted;
+}
+
+TEST(NoAlloc, TheCountingHookSeesAllocations) {
+  // Without this the other tests could pass with a hook that is not live.
+  // (Through volatile pointers: the compiler may drop an allocation whose
+  // memory nothing reads.)
+  EXPECT_GE(allocationsOnAFreshThread([] {
+              void *volatile a = std::malloc(1000);
+              void *volatile b = std::aligned_alloc(64, 4096);
+              std::free(a);
+              std::free(b);
+            }),
+            2);
+  // qgemm without scratch grows its thread-local buffer: what a prepared
+  // kernel must not do.
+  const QuantFormat f{4, 32, QuantGrid::Balanced};
+  const QMatmulProblem p(f, 8, 128, 32, 5);
+  const std::vector<uint8_t> w = kernels::repackForGemm(
+      kernels::GemmLayout::Panel16, f, p.N, p.K, p.w.data());
+  std::vector<float> y(p.M * p.N);
+  EXPECT_GE(allocationsOnAFreshThread([&] {
+              kernels::qgemm(p.x.data(), p.M, p.K, w.data(),
+                             kernels::GemmLayout::Panel16, f, p.N, y.data(),
+                             false, nullptr);
+            }),
+            1);
+}
+
+// The CPU matmul kernel over packed weights (two weights apart: two calls;
+// x and y strided, so that the gather and the dense-y scratch are used
+// too), for decode (1 row) and prefill (the GEMM over the Panel16 copies),
+// on 1 and 2 threads, run at its most rows and at fewer: no allocation, and
+// still the reference's values.
+TEST(NoAlloc, PackedMatmulKernelRunsWithoutAllocating) {
+  const int64_t K = 256, N0 = 48, N1 = 32, N = N0 + N1, M = 40;
+  for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
+                        QuantFormat{4, 32, QuantGrid::Affine}}) {
+    const QMatmulProblem p(f, M, K, N, 3);
+    const size_t gap = 64;
+    const std::vector<uint8_t> data = splitPackedRows(p.w, f, K, N0, gap);
+    for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+      for (int64_t maxRows : {int64_t(1), M})
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(kernels::testing::formatName(f) + " " +
+                       kernels::qActivationsName(act) + " max rows " +
+                       std::to_string(maxRows) + " threads " +
+                       std::to_string(threads));
+          hal::CpuDevice device;
+          auto weights = device.importWeights(data.data(), data.size());
+          ASSERT_TRUE(weights.isOk());
+          const int64_t xStride = K + 16, yStride = N + 8;
+          auto arena = device.allocate(4 * M * (xStride + yStride),
+                                       hal::MemorySpace::Host);
+          ASSERT_TRUE(arena.isOk());
+          float *x = reinterpret_cast<float *>((*arena)->host());
+          for (int64_t r = 0; r < M; ++r)
+            std::memcpy(x + r * xStride, p.x.data() + r * K, 4 * K);
+          hal::MatmulDesc d;
+          d.x = {arena->get(), 0, xStride, K};
+          d.y = {arena->get(), uint64_t(4 * M * xStride), yStride, N};
+          d.k = K;
+          d.n = N;
+          d.maxRows = maxRows;
+          d.activations = act;
+          addSplitWeights(d, weights->get(), f, K, N0, N1, gap);
+          auto kernel = device.prepareMatmul(d);
+          ASSERT_TRUE(kernel.isOk()) << kernel.message();
+          hal::QueueOptions qo;
+          qo.threads = threads;
+          qo.scratchBytes = (*kernel)->scratchBytes();
+          auto queue = device.createQueue(qo);
+          ASSERT_TRUE(queue.isOk());
+          for (int64_t rows : {maxRows, (maxRows + 1) / 2}) {
+            hal::Launch l;
+            l.rows = rows;
+            Status st = Status::ok();
+            EXPECT_EQ(allocationsOnAFreshThread(
+                          [&] { st = (*kernel)->run(**queue, l); }),
+                      0)
+                << rows << " rows";
+            ASSERT_TRUE(st.isOk()) << st.message();
+            const float *y = x + M * xStride;
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < N; ++c)
+                ASSERT_LE(std::fabs(double(y[r * yStride + c]) - p.ref[r * N + c]),
+                          p.tolerance(r * N + c, act))
+                    << "row " << r << " column " << c;
+          }
+        }
+  }
+}
+
+} // namespace
+} // namespace fm::test
