@@ -44,6 +44,8 @@ if shutil.which("spirv-val") and shutil.which("spirv-dis"):
     config.available_features.add("spirv-tools")
 if getattr(config, "fm_have_metal_target", 0):
     config.available_features.add("metal-target")
+if shutil.which("glslc"):
+    config.available_features.add("glslc")
 # The runtime's Vulkan kernels as glslc compiled them (fm-msl translates
 # them to MSL).
 _vk_spv = os.path.join(config.fm_obj_root, "runtime", "hal", "vulkan", "spv")

@@ -17,6 +17,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
+
 namespace fm::metal {
 namespace {
 
@@ -59,6 +61,7 @@ public:
     out.target = "metal";
     out.format = "msl";
     out.triple = platform == msl::Platform::IOS ? "air64-apple-ios14.0" : "air64-apple-macosx11.0";
+    uint64_t maxShared = 0; // the most threadgroup memory of one kernel
     for (target::EntryPoint &e : module->entries) {
       msl::Function fn;
       std::string why;
@@ -68,6 +71,7 @@ public:
       if (fn.entry != e.name)
         return error("metal: kernel " + e.name + " is named '" + fn.entry + "' in MSL");
       e.workgroupSize = {fn.workgroup[0], fn.workgroup[1], fn.workgroup[2]};
+      maxShared = std::max(maxShared, fn.threadgroupBytes);
       out.data.insert(out.data.end(), fn.source.begin(), fn.source.end());
       out.data.push_back(0);
     }
@@ -78,7 +82,8 @@ public:
                    .c_str());
     out.summary = std::string("MSL 2.3 for ") + msl::platformName(platform) + ", " +
                   std::to_string(out.entries.size()) + " kernels, " +
-                  std::to_string(out.data.size()) + " bytes";
+                  std::to_string(out.data.size()) + " bytes, threadgroup memory up to " +
+                  std::to_string(maxShared) + " bytes";
     return out;
   }
 };

@@ -1,6 +1,8 @@
 // SPIRV-Cross C API calls (SpirvToMsl.h).
 #include "targets/metal/SpirvToMsl.h"
 
+#include "targets/metal/ThreadgroupMemory.h"
+
 #include <spirv_cross_c.h>
 
 #include <algorithm>
@@ -106,6 +108,18 @@ bool translate(const uint32_t *words, size_t count, const std::string &entry,
   for (unsigned d = 0; d < 3; ++d)
     out->workgroup[d] =
         spvc_compiler_get_execution_mode_argument_by_index(compiler, SpvExecutionModeLocalSize, d);
+  // Metal refuses a pipeline over its threadgroup-memory limit: refuse the
+  // kernel now, where the artifact is built.
+  uint64_t shared = 0;
+  if (!threadgroupBytes(words, count, entry, &shared, error))
+    return false;
+  if (shared > kMetalThreadgroupBytes) {
+    *error = "kernel '" + entry + "' needs " + std::to_string(shared) +
+             " bytes of threadgroup memory, more than Metal's " +
+             std::to_string(kMetalThreadgroupBytes) + " (maxTotalThreadgroupMemoryLength)";
+    return false;
+  }
+  out->threadgroupBytes = shared;
   return true;
 }
 

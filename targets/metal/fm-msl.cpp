@@ -6,7 +6,8 @@
 //   fm-msl [--platform macos|ios] -o DIR KERNEL.spv...
 //
 // writes DIR/KERNEL.metal (the MSL kernel named after the file) and prints
-// one line per kernel: its name, buffers and threadgroup size.
+// one line per kernel: its name, buffers, threadgroup size and threadgroup
+// memory.
 #include "targets/metal/SpirvToMsl.h"
 
 #include <cstdio>
@@ -78,9 +79,10 @@ int main(int argc, char **argv) {
     out << fn.source;
     if (!out.flush())
       return fail(outPath + ": cannot write it");
-    std::printf("%s: kernel %s, buffers %u, push constants [[buffer(%u)]], threadgroup %u %u %u\n",
+    std::printf("%s: kernel %s, buffers %u, push constants [[buffer(%u)]], threadgroup %u %u "
+                "%u, threadgroup memory %llu bytes\n",
                 name.c_str(), fn.entry.c_str(), fn.bindings, fn.bindings, fn.workgroup[0],
-                fn.workgroup[1], fn.workgroup[2]);
+                fn.workgroup[1], fn.workgroup[2], (unsigned long long)fn.threadgroupBytes);
   }
   return 0;
 }

@@ -35,6 +35,10 @@ def run(cmd):
         sys.stderr.write("command failed (%d): %s\n%s%s" % (
             p.returncode, " ".join(cmd), p.stdout, p.stderr))
         sys.exit(1)
+    # With FM_VULKAN_VALIDATION=1 every validation-layer message is a failure.
+    if "fm: vulkan validation:" in p.stderr:
+        sys.stderr.write("validation messages from: %s\n%s" % (" ".join(cmd), p.stderr))
+        sys.exit(1)
     return p.stdout
 
 
@@ -58,6 +62,11 @@ def main():
     ap.add_argument("--qat-grid", default="")
     ap.add_argument("--run-args", default="")
     ap.add_argument("--merge", action="store_true")
+    ap.add_argument("--peer-args", default="",
+                    help="also run each adapter run with these fm-run flags instead of "
+                         "--run-args (e.g. '--device cpu --activations f32') and compare")
+    ap.add_argument("--peer-rtol", type=float, default=1e-4,
+                    help="max |logits - peer logits| <= peer-rtol * max |peer logits|")
     args = ap.parse_args()
 
     tool = lambda name: os.path.join(args.bin, name) if args.bin else name
@@ -115,6 +124,22 @@ def main():
             runtime[(chunk, threads)] = np.load(out)
             check("adapter chunk=%s threads=%s" % (chunk, threads),
                   runtime[(chunk, threads)], ref)
+            if args.peer_args:
+                peer = os.path.join(args.work, "peer_c%s_t%s.npy" % (chunk, threads))
+                run([tool("fm-run"), fmb, "--tokens", args.tokens, "--score",
+                     "--logits-out", peer, "--prefill-chunk", chunk, "--threads", threads]
+                    + adapter_flags + shlex.split(args.peer_args))
+                want = np.load(peer)
+                d = float(np.abs(runtime[(chunk, threads)] - want).max())
+                bound = args.peer_rtol * float(np.abs(want).max())
+                ok = bool(np.isfinite(runtime[(chunk, threads)]).all()) and d <= bound
+                passed += ok
+                failed += not ok
+                print("%s:%s adapter chunk=%s threads=%s vs peer: %s max|d| %.3g = %.3g of "
+                      "max|logit| (bound %g)" % (args.family, args.preset, chunk, threads,
+                                                 "peer PASS" if ok else "peer FAIL", d,
+                                                 d / max(float(np.abs(want).max()), 1e-30),
+                                                 args.peer_rtol))
     if uses:
         # The base alone again: no --adapter, the base's own logits.
         out = os.path.join(args.work, "base.npy")

@@ -23,6 +23,8 @@ set(FM_VULKAN_SHADERS
   "moe_down_f16|moe_down.comp|-DWKIND=1"
   "moe_down_q|moe_down.comp|-DWKIND=2"
   "moe_combine|moe_combine.comp|"
+  "lora_up_f16|lora_up.comp|-DWKIND=1"
+  "lora_up_q|lora_up.comp|-DWKIND=2"
 )
 set(FM_VULKAN_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(FM_VULKAN_SHADER_DIR ${FM_VULKAN_DIR}/shaders)
@@ -70,6 +72,7 @@ set(_sources
   VulkanDevice.cpp
   VulkanExecutable.cpp
   VulkanKernels.cpp
+  VulkanLora.cpp
   VulkanMoe.cpp
   VulkanPipelines.cpp
   VulkanQueue.cpp

@@ -561,12 +561,23 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<Kernel>> makeMoeKernel(VulkanDevice &dev, const MoeDesc &d);
+Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d,
+                                                 std::unique_ptr<Kernel> base);
 
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareEmbed(const EmbedDesc &d) {
   return EmbedKernel::make(*this, d);
 }
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareMatmul(const MatmulDesc &d) {
-  return MatmulKernel::make(*this, d);
+  // The image encoders' epilogues are not in the matmul shader: refuse
+  // them rather than drop them.
+  if (d.bias.present() || d.activation != Activation::None)
+    return Status::error("vulkan: a matmul with a bias or an activation (the image "
+                         "encoders') is not supported on this device");
+  auto base = MatmulKernel::make(*this, d);
+  if (!base || d.lora.empty())
+    return base;
+  // Adapters: the same base kernel, then their side path (VulkanLora.cpp).
+  return makeLoraMatmul(*this, d, std::move(*base));
 }
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareAttention(const AttentionDesc &d) {
   return AttentionKernel::make(*this, d);

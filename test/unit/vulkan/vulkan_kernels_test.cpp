@@ -211,6 +211,8 @@ protected:
   /// y[:, 3 : 3 + n0 + n1] (+)= x · [w0; w1]ᵀ with x strided, y wider than
   /// the weights, M rows.
   void matmulCase(const MatmulCase &c, int64_t M, bool accumulate);
+  /// A q4 matmul of two stacked weights with LoRA adapters (f16 or q8).
+  void loraCase(bool q8, int64_t M);
   /// Gathers 7 rows (repeats included) of a 61-row table.
   void embedCase(WeightKind kind, QuantFormat f, const std::string &what);
   /// Reopens the Vulkan device with `options`.
@@ -342,6 +344,112 @@ TEST_F(VulkanKernels, MatmulThroughStaging) {
   staged.forceStaging = true;
   reopen(staged);
   matmulCase(matmulCases()[3], 5, true);
+}
+
+// --- LoRA side path ------------------------------------------------------------
+
+// y[:, 3 : 3 + 96] = x · [w0; w1]ᵀ (q4) + adapters: adapter 1 on both weights
+// (scale 0.75; its f16 A's lie back to back: one down product, its q8 A's
+// do not: two), adapter 2 on w0 only (scale -1.25, another rank: its up
+// adds to the columns adapter 1's wrote). The adapter matrices live in a
+// buffer of their own, as a session's adapter does.
+void VulkanKernels::loraCase(bool q8, int64_t M) {
+  const int64_t K = 96, n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + 9;
+  const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
+  Blob base;
+  const size_t w0 = base.add(randomFloats(n0 * K, 21), {n0, K}, WeightKind::Quant, q4);
+  const size_t w1 = base.add(randomFloats(n1 * K, 22), {n1, K}, WeightKind::Quant, q4);
+  importWeights(base);
+  const WeightKind kind = q8 ? WeightKind::Quant : WeightKind::F16;
+  Blob lora;
+  const int64_t r1 = 4, r2 = 3;
+  const size_t a1w0 = lora.add(randomFloats(r1 * K, 23, 0.3f), {r1, K}, kind, f8);
+  const size_t a1w1 = lora.add(randomFloats(r1 * K, 24, 0.3f), {r1, K}, kind, f8);
+  const size_t a2w0 = lora.add(randomFloats(r2 * K, 25, 0.3f), {r2, K}, kind, f8);
+  const size_t b1w0 = lora.add(randomFloats(r1 * n0, 26, 0.3f), {r1, n0}, kind, f8);
+  const size_t b1w1 = lora.add(randomFloats(r1 * n1, 27, 0.3f), {r1, n1}, kind, f8);
+  const size_t b2w0 = lora.add(randomFloats(r2 * n0, 28, 0.3f), {r2, n0}, kind, f8);
+  std::unique_ptr<Buffer> loraBuf[2];
+  for (int i = 0; i < 2; ++i) {
+    Side &s = i == 0 ? gpu : cpu;
+    auto b = s.device->importWeights(lora.bytes.data(), lora.bytes.size());
+    ASSERT_TRUE(b.isOk()) << b.message();
+    loraBuf[i] = std::move(*b);
+  }
+  const std::vector<float> x = randomFloats(M * xStride, 29);
+  const std::vector<float> y0 = randomFloats(M * yStride, 30);
+  Buffer *ys[2];
+  int side = 0;
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        Buffer *adapter = loraBuf[&s == &gpu ? 0 : 1].get();
+        auto term = [&](size_t a, size_t bt, int64_t rank, int64_t col0, int64_t rows,
+                        float scale) {
+          LoraTerm t;
+          t.a = lora.desc(s, a);
+          t.a.buffer = adapter;
+          t.bt = lora.desc(s, bt);
+          t.bt.buffer = adapter;
+          t.rank = rank;
+          t.col0 = col0;
+          t.rows = rows;
+          t.scale = scale;
+          return t;
+        };
+        MatmulDesc d;
+        d.x = rowsOf(s.buffer(x), xStride, K);
+        Buffer *y = s.buffer(y0);
+        ys[side++] = y;
+        d.y = rowsOf(y, yStride, n0 + n1, 3);
+        d.k = K;
+        d.n = n0 + n1;
+        d.weights = {base.desc(s, w0), base.desc(s, w1)};
+        d.maxRows = M;
+        d.activations = kernels::QActivations::F32;
+        d.lora = {term(a1w0, b1w0, r1, 0, n0, 0.75f), term(a2w0, b2w0, r2, 0, n0, -1.25f),
+                  term(a1w1, b1w1, r1, n0, n1, 0.75f)};
+        return s.device->prepareMatmul(d);
+      },
+      Launch{M, 0, nullptr});
+  if (HasFatalFailure())
+    return;
+  expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
+              std::string(q8 ? "q8" : "f16") + " LoRA M=" + std::to_string(M));
+}
+
+TEST_F(VulkanKernels, MatmulWithLoraAdapters) {
+  for (bool q8 : {false, true})
+    for (int64_t M : {1, 13}) {
+      clearBuffers();
+      loraCase(q8, M);
+      if (HasFatalFailure())
+        return;
+    }
+}
+
+TEST_F(VulkanKernels, LoraOfAnotherFormatIsRefused) {
+  // Adapters store f16 or 8-bit balanced matrices; anything else is named.
+  Blob blob;
+  const size_t w = blob.add(randomFloats(8 * 32, 31), {8, 32}, WeightKind::F32);
+  const size_t a = blob.add(randomFloats(2 * 32, 32), {2, 32}, WeightKind::F32);
+  const size_t b = blob.add(randomFloats(2 * 8, 33), {2, 8}, WeightKind::F16);
+  importWeights(blob);
+  MatmulDesc d;
+  d.x = rowsOf(gpu.buffer(std::vector<float>(32)), 32, 32);
+  d.y = rowsOf(gpu.buffer(std::vector<float>(8)), 8, 8);
+  d.k = 32;
+  d.n = 8;
+  d.weights = {blob.desc(gpu, w)};
+  LoraTerm t;
+  t.a = blob.desc(gpu, a);
+  t.bt = blob.desc(gpu, b);
+  t.rank = 2;
+  t.rows = 8;
+  d.lora = {t};
+  auto k = gpu.device->prepareMatmul(d);
+  ASSERT_FALSE(k.isOk());
+  EXPECT_NE(k.message().find("LoRA A 'w1' is neither f16 nor 8-bit"), std::string::npos)
+      << k.message();
 }
 
 // --- embed -----------------------------------------------------------------
