@@ -173,6 +173,14 @@ TEST(Lora, Q8Groups) {
         checkCase(path, M, 256, 4, 9, 128, 384, true, group);
 }
 
+TEST(Lora, Q8DecodeLongRows) {
+  // Decode walks a q8 row's group scales in chunks of 64 groups: rows of
+  // 66 groups (a chunk and a tail), ranks 4 + 1 and 7. (Longer rows would
+  // need a looser bound than checkCase's: t grows as √K.)
+  for (KernelIsa path : paths())
+    checkCase(path, 1, 66 * 32, 5, 7, 66 * 32, 64, true, 32);
+}
+
 TEST(Lora, WideAndThreaded) {
   // Decode and prefill of an afm7-like projection: enough work for the
   // pool, N spanning many 64-column units.

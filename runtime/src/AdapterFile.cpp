@@ -19,6 +19,7 @@
 // architecture, projections and their shapes) is checked by Adapter::load.
 #include "fm/adapter.h"
 
+#include "FlatFile.h"
 #include "kernels/lora.h"
 
 #include <cerrno>
@@ -188,43 +189,24 @@ int64_t AdapterFile::parameters() const {
 
 Status AdapterFile::verify(const Options &options) {
   const std::string &n = name_;
-  if (size_ < 12)
-    return Status::error(n + ": not an fmc adapter (the file has only " +
-                         std::to_string(size_) + " bytes)");
-  if (!flatbuffers::BufferHasIdentifier(base_, format::kAdapterFileIdentifier,
-                                        true)) {
-    if (flatbuffers::BufferHasIdentifier(base_, format::kFileIdentifier, true))
-      return Status::error(n + ": a model (.fmb), not an adapter (.fmba)");
-    return Status::error(n + ": not an fmc adapter (bad identifier)");
-  }
-  const u64 fbSize = flatbuffers::ReadScalar<uint32_t>(base_);
-  const u64 fbEnd = 4 + fbSize;
-  if (fbEnd > size_)
-    return Status::error(n + ": truncated: the FlatBuffer ends at " +
-                         std::to_string(fbEnd) + " but the file has " +
-                         std::to_string(size_) + " bytes");
-  if (fbEnd >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    return Status::error(n + ": corrupt: a FlatBuffer of " +
-                         std::to_string(fbSize) + " bytes is over the 2 GiB limit");
-  {
-    flatbuffers::Verifier verifier(base_, fbEnd);
-    if (!verifier.VerifySizePrefixedBuffer<fad::AdapterHeader>(
-            format::kAdapterFileIdentifier))
-      return Status::error(n + ": corrupt: the FlatBuffer fails verification");
-    const uint32_t version =
-        flatbuffers::GetSizePrefixedRoot<fad::AdapterHeader>(base_)
-            ->schema_version();
-    if (version != format::kAdapterSchemaVersion)
-      return Status::error(n + ": adapter schema version " +
-                           std::to_string(version) +
-                           " is not supported (this runtime reads version " +
-                           std::to_string(format::kAdapterSchemaVersion) +
-                           "): recompile it with fmc compile-adapter");
-  }
+  static const FlatFileKind kAdapter = {
+      "adapter",
+      format::kAdapterFileIdentifier,
+      format::kFileIdentifier,
+      "a model (.fmb), not an adapter (.fmba)",
+      "adapter schema version",
+      format::kAdapterSchemaVersion,
+      "recompile it with fmc compile-adapter"};
+  const Expected<u64> frame = checkFlatFrame(n, base_, size_, kAdapter);
+  if (!frame)
+    return frame.status();
+  const u64 fbEnd = *frame;
+  FM_RETURN_IF_ERROR(
+      checkFlatVersion<fad::AdapterHeader>(n, base_, fbEnd, kAdapter));
   {
     flatbuffers::Verifier verifier(base_, fbEnd);
     if (!fad::VerifySizePrefixedAdapterBuffer(verifier))
-      return Status::error(n + ": corrupt: the FlatBuffer fails verification");
+      return flatFileCorrupt(n);
   }
   root_ = fad::GetSizePrefixedAdapter(base_);
 

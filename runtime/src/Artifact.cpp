@@ -42,6 +42,7 @@
 //     program's output is as wide as the decoder's hidden size.
 #include "fm/artifact.h"
 
+#include "FlatFile.h"
 #include "commands/Command.h"
 #include "fm/fmb_header_generated.h"
 #include "kernels/qformat.h"
@@ -1043,44 +1044,22 @@ bool ArtifactFile::hasSourceDigest() const {
 
 Status ArtifactFile::verify(const Options &options) {
   const std::string &n = name_;
-  // [u32 N][u32 root offset][4-byte identifier] at least.
-  if (size_ < 12)
-    return Status::error(n + ": not an fmc artifact (the file has only " +
-                         std::to_string(size_) + " bytes)");
-  if (!flatbuffers::BufferHasIdentifier(head_, format::kFileIdentifier, true))
-    return Status::error(n + ": not an fmc artifact (bad identifier)");
-  const u64 fbSize = flatbuffers::ReadScalar<uint32_t>(head_);
-  const u64 fbEnd = 4 + fbSize;
-  if (fbEnd > size_)
-    return Status::error(n + ": truncated: the FlatBuffer ends at " +
-                         std::to_string(fbEnd) + " but the file has " +
-                         std::to_string(size_) + " bytes");
-  if (fbEnd >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    return Status::error(n + ": corrupt: a FlatBuffer of " +
-                         std::to_string(fbSize) + " bytes is over the 2 GiB limit");
-  {
-    // The version first: another version's fields would fail (or, worse,
-    // pass) this version's verifier.
-    flatbuffers::Verifier verifier(head_, fbEnd);
-    if (!verifier.VerifySizePrefixedBuffer<fa::ArtifactHeader>(
-            format::kFileIdentifier))
-      return Status::error(n + ": corrupt: the FlatBuffer fails verification");
-    const uint32_t version =
-        flatbuffers::GetSizePrefixedRoot<fa::ArtifactHeader>(head_)
-            ->schema_version();
-    if (version != format::kSchemaVersion)
-      return Status::error(
-          n + ": schema version " + std::to_string(version) +
-          " is not supported (this runtime reads version " +
-          std::to_string(format::kSchemaVersion) +
-          "): recompile the model with this fmc");
-  }
+  static const FlatFileKind kArtifact = {
+      "artifact",          format::kFileIdentifier, nullptr, nullptr,
+      "schema version",    format::kSchemaVersion,
+      "recompile the model with this fmc"};
+  const Expected<u64> frame = checkFlatFrame(n, head_, size_, kArtifact);
+  if (!frame)
+    return frame.status();
+  const u64 fbEnd = *frame;
+  FM_RETURN_IF_ERROR(
+      checkFlatVersion<fa::ArtifactHeader>(n, head_, fbEnd, kArtifact));
   {
     // The defaults cap tables at a million; a big model's command list is
     // far below that.
     flatbuffers::Verifier verifier(head_, fbEnd);
     if (!fa::VerifySizePrefixedArtifactBuffer(verifier))
-      return Status::error(n + ": corrupt: the FlatBuffer fails verification");
+      return flatFileCorrupt(n);
   }
   root_ = fa::GetSizePrefixedArtifact(head_);
 
