@@ -25,6 +25,9 @@ if(FM_SANITIZE MATCHES "undefined")
   # vptr is off: LLVM and MLIR are built without RTTI, so the check cannot
   # see the dynamic type of their objects and would report every cast.
   list(APPEND FM_SANITIZE_FLAGS -fno-sanitize-recover=all -fno-sanitize=vptr)
+  # One third-party header's known report, justified in the file.
+  list(APPEND FM_SANITIZE_FLAGS
+       -fsanitize-ignorelist=${CMAKE_CURRENT_LIST_DIR}/ubsan-ignorelist.txt)
 endif()
 add_compile_options(${FM_SANITIZE_FLAGS})
 add_link_options(-fsanitize=${FM_SANITIZE})

@@ -8,12 +8,15 @@
 #   scripts/mutants.sh [BUILD [PATTERN]]   (default build; PATTERN: grep -E on
 #                                           the mutant lines, e.g. sampler)
 # Prints one line per mutant and "N killed, N survived" (exit 1 when any
-# survived). Each build and test runs under /tmp/fmc-machine.lock.
+# survived). Each build and test runs under /tmp/fmc-machine.lock. FIRST (a
+# ctest -R regex) runs those tests before the whole suite, so that a mutant
+# they kill costs seconds (a survivor still runs everything). STOP_AT (a
+# `date +%s` time) leaves the mutants not started by then unrun (counted).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd) # absolute: the tests run inside it
 PATTERN=${2:-}
-LOCK=/tmp/fmc-machine.lock
+LOCK=${LOCK:-/tmp/fmc-machine.lock}
 EXCLUDE=(-LE fuzz -E '^runtime\.standalone$')
 [ "${FUZZ:-0}" = 1 ] && EXCLUDE=(-E '^runtime\.standalone$')
 [ -f "$BUILD/build.ninja" ] || { echo "mutants: configure and build $BUILD first" >&2; exit 2; }
@@ -33,13 +36,17 @@ open(path, "w").write("\n".join(lines))
 PY
 }
 
-killed=0 survived=0 broken=0
+killed=0 survived=0 broken=0 unrun=0
 current=""
 restore() { [ -n "$current" ] && cp "$current.mutant-orig" "$current" && rm -f "$current.mutant-orig"; current=""; }
 trap restore EXIT INT TERM
-while IFS= read -r line; do
+# The list is read on fd 3: a test reading stdin must not eat the rest of it.
+while IFS= read -r line <&3; do
   [[ -z "$line" || "$line" == \#* ]] && continue
   [ -n "$PATTERN" ] && ! grep -qE "$PATTERN" <<<"$line" && continue
+  if [ -n "${STOP_AT:-}" ] && [ "$(date +%s)" -ge "$STOP_AT" ]; then
+    unrun=$((unrun + 1)); continue
+  fi
   file=$(awk -F' [|][|][|] ' '{print $1}' <<<"$line")
   original=$(awk -F' [|][|][|] ' '{print $2}' <<<"$line")
   mutant=$(awk -F' [|][|][|] ' '{print $3}' <<<"$line")
@@ -50,10 +57,11 @@ while IFS= read -r line; do
     broken=$((broken + 1)); restore; continue
   fi
   log="$BUILD/mutant.log"
-  if ! flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" > "$log" 2>&1; then
+  if ! flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" > "$log" 2>&1 < /dev/null; then
     result="KILLED (does not build)"
     killed=$((killed + 1))
-  elif (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure "${EXCLUDE[@]}" >> "$log" 2>&1); then
+  elif { [ -z "${FIRST:-}" ] || (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure -R "$FIRST" >> "$log" 2>&1 < /dev/null); } &&
+       (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure "${EXCLUDE[@]}" >> "$log" 2>&1 < /dev/null); then
     result="SURVIVED"
     survived=$((survived + 1))
   else
@@ -63,8 +71,8 @@ while IFS= read -r line; do
   fi
   printf '%-9s %-40s %s\n' "${result%% *}" "$file" "$what: ${result#* }"
   restore
-done < "$SRC/scripts/mutants.txt"
+done 3< "$SRC/scripts/mutants.txt"
 # The restored sources, rebuilt, so that BUILD matches the tree again.
 flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" > /dev/null
-echo "mutants: $killed killed, $survived survived$([ $broken -gt 0 ] && echo ", $broken not applicable")"
+echo "mutants: $killed killed, $survived survived$([ $broken -gt 0 ] && echo ", $broken not applicable")$([ $unrun -gt 0 ] && echo ", $unrun not run (STOP_AT)")"
 [ "$survived" -eq 0 ]

@@ -10,7 +10,12 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs",
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fm_obj_root, "test")
 
+# `lit --param fm_run_dir=DIR`: the runtime's tools (fm-run, ...) from DIR ahead
+# of this build's, e.g. a sanitizer build's over this build's fmc
+# (scripts/check-sanitize-runtime.sh).
+_fm_run_dir = lit_config.params.get("fm_run_dir")
 config.environment["PATH"] = os.pathsep.join(
+    ([_fm_run_dir] if _fm_run_dir else []) +
     [config.fm_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%fm_src", config.fm_src_root))
 config.substitutions.append(("%examples", os.path.join(config.fm_src_root, "examples")))

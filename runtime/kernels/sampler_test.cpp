@@ -95,6 +95,19 @@ TEST(Sampler, TinyTopPIsGreedy) {
   }
 }
 
+TEST(Sampler, ZeroTopPKeepsTheMostLikelyToken) {
+  // top_p = 0 asks for an empty nucleus: the most likely token is always
+  // kept (HF's min_tokens_to_keep = 1), with and without top-k.
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> logits = randomLogits(3000, seed + 80);
+    for (int topK : {0, 40}) {
+      Sampler sampler(1.0f, topK, 0.0f, seed);
+      for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(sampler.sample(logits.data(), 3000), argmax(logits)) << topK;
+    }
+  }
+}
+
 TEST(Sampler, FrequenciesFollowProbabilities) {
   std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
   Sampler sampler(1.0f, 0, 1.0f, 42);

@@ -19,7 +19,7 @@ spread over the whole file, and:
      executable's image, each in its own process: no crash.
 
 Prints a summary per pass; exits 1 on any violation. Usage:
-  flip_bytes.py --bin BUILD/bin --work DIR [--offsets 500] [--seed 1]
+  flip_bytes.py --bin BUILD/bin --work DIR [--fmc FMC] [--offsets 500] [--seed 1]
 """
 import argparse
 import json
@@ -59,11 +59,13 @@ def regions(fmc, fmb):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--fmc", help="the compiler (default: BIN/fmc; a runtime-only "
+                    "sanitizer build has none)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--offsets", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    tool = lambda name: os.path.join(args.bin, name)
+    tool = lambda name: args.fmc if name == "fmc" and args.fmc else os.path.join(args.bin, name)
     os.makedirs(args.work, exist_ok=True)
     ckpt = os.path.join(args.work, "ckpt")
     run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"), "--family",

@@ -141,21 +141,20 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
 struct MatmulCase {
   WeightKind kind;
   QuantFormat format;
-  const char *name;
+  // Owned: a pointer into a shared list of names dangled once a later call
+  // grew the list (ASan: heap-use-after-free).
+  std::string name;
 };
 
 std::vector<MatmulCase> matmulCases() {
   std::vector<MatmulCase> cases = {{WeightKind::F32, {8, 32, QuantGrid::Balanced}, "f32"},
                                    {WeightKind::F16, {8, 32, QuantGrid::Balanced}, "f16"}};
-  static std::vector<std::string> names;
-  names.reserve(32);
   for (int bits : {2, 4, 8})
     for (int group : {32, 64, 128})
-      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine}) {
-        names.push_back("q" + std::to_string(bits) + "g" + std::to_string(group) +
-                        (grid == QuantGrid::Affine ? "a" : "b"));
-        cases.push_back({WeightKind::Quant, {bits, group, grid}, names.back().c_str()});
-      }
+      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
+        cases.push_back({WeightKind::Quant, {bits, group, grid},
+                         "q" + std::to_string(bits) + "g" + std::to_string(group) +
+                             (grid == QuantGrid::Affine ? "a" : "b")});
   return cases;
 }
 
@@ -284,7 +283,7 @@ void VulkanKernels::matmulCase(const MatmulCase &c, int64_t M, bool accumulate) 
   if (HasFatalFailure())
     return;
   expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
-              std::string(c.name) + " M=" + std::to_string(M) +
+              c.name + " M=" + std::to_string(M) +
                   (accumulate ? " accumulate" : ""));
 }
 

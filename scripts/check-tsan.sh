@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The runtime's threaded tests under TSan, in a runtime-only build (no MLIR):
+# the thread pool and the kernels that split work over it (f32, quantized,
+# vision, flash attention, LoRA), track sections and concurrent sessions
+# (runtime.executor), the loader, and the tokenizer's and grammar's caches
+# shared by threads (runtime.shared_caches). Every report fails its test.
+#
+#   scripts/check-tsan.sh [TSAN_BUILD]   (default build-tsan; JOBS, default 2)
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+TSAN_BUILD=${1:-$SRC/build-tsan}
+JOBS=${JOBS:-2}
+source "$SRC/scripts/sanitize-env.sh"
+TARGETS=(fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
+         fm_attention_flash_test fm_lora_test fm_runtime_test fm_shared_caches_test)
+TESTS='^runtime\.(kernels|qkernels|qgemm|vision_kernels|attention_flash|lora|loader|executor|shared_caches)$'
+
+start=$(date +%s)
+mkdir -p "$TSAN_BUILD"
+cmake -G Ninja -S "$SRC" -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
+  -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=thread \
+  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$TSAN_BUILD/configure.log" 2>&1 \
+  || { cat "$TSAN_BUILD/configure.log"; exit 1; }
+ninja -C "$TSAN_BUILD" -j"$JOBS" "${TARGETS[@]}"
+built=$(date +%s)
+(cd "$TSAN_BUILD" && ctest --output-on-failure -j1 -R "$TESTS")
+done_=$(date +%s)
+echo "check-tsan: passed (build $((built - start)) s, tests $((done_ - built)) s)"
