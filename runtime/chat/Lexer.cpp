@@ -2,6 +2,7 @@
 // lstrip_blocks, '-'/'+' whitespace control, comments, raw blocks, newline
 // normalization and the trailing newline dropped.
 #include "chat/Template.h"
+#include "tokenizer/Utf8.h"
 
 #include <cstring>
 
@@ -60,24 +61,6 @@ bool isNameStart(char c) {
 }
 bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9'); }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-void appendUtf8(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 int hexValue(char c) {
   if (c >= '0' && c <= '9')
@@ -147,7 +130,7 @@ std::string unescape(const std::string &s, int line) {
       if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         throw TemplateError("escape out of range in a string", line);
       i += digits;
-      appendUtf8(out, cp);
+      tok::appendUtf8(out, cp);
       break;
     }
     default:
@@ -157,7 +140,7 @@ std::string unescape(const std::string &s, int line) {
                         s[i + 1] <= '7';
              ++k)
           cp = cp * 8 + static_cast<uint32_t>(s[++i] - '0');
-        appendUtf8(out, cp);
+        tok::appendUtf8(out, cp);
       } else if (e == 'N') {
         throw TemplateError("\\N{...} escapes are not supported", line);
       } else {

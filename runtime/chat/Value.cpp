@@ -2,6 +2,8 @@
 // chat template values.
 #include "chat/Value.h"
 
+#include "base/JsonString.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -265,43 +267,7 @@ bool less(const Value &a, const Value &b, bool *ok) {
 
 namespace {
 
-void jsonString(const std::string &s, std::string &out) {
-  out.push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\b':
-      out += "\\b";
-      break;
-    case '\f':
-      out += "\\f";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out.push_back(static_cast<char>(c));
-      }
-    }
-  }
-  out.push_back('"');
-}
+void jsonString(const std::string &s, std::string &out) { rt::appendJsonString(out, s); }
 
 struct JsonWriter {
   int indent;

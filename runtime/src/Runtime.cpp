@@ -632,6 +632,8 @@ Status Session::keepPrefix(int64_t n) {
   Impl &s = *impl_;
   if (!s.status)
     return s.status;
+  // The kept rows were computed from the file's weights: a changed file is stale for them too.
+  FM_RETURN_IF_ERROR(s.model->impl().artifact->checkUnchanged());
   if (n < 0 || n > s.position)
     return Status::error(s.prefix() + "keepPrefix(" + std::to_string(n) +
                          "): the context has " + std::to_string(s.position) +

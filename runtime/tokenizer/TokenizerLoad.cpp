@@ -406,12 +406,19 @@ Status loadConfig(std::string_view text, const std::string &name,
   return Status::ok();
 }
 
-template <typename F>
-Status component(const JValue &doc, const char *key, const JPath &at, F &&f) {
+// Reads the optional component `key` of tokenizer.json (absent or null: none)
+// with its type's fromJson into *out.
+template <typename T, typename F>
+Status component(const JValue &doc, const char *key, const JPath &at, F &&fromJson,
+                 T *out) {
   const JValue *v = jmember(doc, key);
   if (!v || v->IsNull())
     return Status::ok();
-  return f(*v, at / key);
+  auto read = fromJson(*v, at / key);
+  if (!read)
+    return read.status();
+  *out = std::move(*read);
+  return Status::ok();
 }
 
 } // namespace
@@ -428,22 +435,10 @@ loadTokenizer(std::string json, std::string_view configJson,
     return root.error(std::string("must be a JSON object, not ") +
                       jsonTypeName(doc));
 
-  FM_RETURN_IF_ERROR(component(doc, "normalizer", root,
-                               [&](const JValue &v, const JPath &p) -> Status {
-    auto n = Normalizer::fromJson(v, p);
-    if (!n)
-      return n.status();
-    t->normalizer = std::move(*n);
-    return Status::ok();
-  }));
-  FM_RETURN_IF_ERROR(component(doc, "pre_tokenizer", root,
-                               [&](const JValue &v, const JPath &p) -> Status {
-    auto n = PreTokenizer::fromJson(v, p);
-    if (!n)
-      return n.status();
-    t->preTokenizer = std::move(*n);
-    return Status::ok();
-  }));
+  FM_RETURN_IF_ERROR(
+      component(doc, "normalizer", root, Normalizer::fromJson, &t->normalizer));
+  FM_RETURN_IF_ERROR(
+      component(doc, "pre_tokenizer", root, PreTokenizer::fromJson, &t->preTokenizer));
   const JValue *model = jmember(doc, "model");
   if (!model)
     return (root / "model").error("missing");
@@ -452,22 +447,10 @@ loadTokenizer(std::string json, std::string_view configJson,
   FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, *t));
   FM_RETURN_IF_ERROR(loadAddedTokens(jmember(doc, "added_tokens"),
                                      root / "added_tokens", *t));
-  FM_RETURN_IF_ERROR(component(doc, "post_processor", root,
-                               [&](const JValue &v, const JPath &p) -> Status {
-    auto n = PostProcessor::fromJson(v, p);
-    if (!n)
-      return n.status();
-    t->postProcessor = std::move(*n);
-    return Status::ok();
-  }));
-  FM_RETURN_IF_ERROR(component(doc, "decoder", root,
-                               [&](const JValue &v, const JPath &p) -> Status {
-    auto n = Decoder::fromJson(v, p);
-    if (!n)
-      return n.status();
-    t->decoder = std::move(*n);
-    return Status::ok();
-  }));
+  FM_RETURN_IF_ERROR(
+      component(doc, "post_processor", root, PostProcessor::fromJson, &t->postProcessor));
+  FM_RETURN_IF_ERROR(
+      component(doc, "decoder", root, Decoder::fromJson, &t->decoder));
   if (t->decoder) {
     bool fused = false;
     std::vector<TextCut> cuts;

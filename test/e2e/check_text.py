@@ -175,6 +175,12 @@ def prompt_mode(tool, model, fmb, oracle, work, eos_id):
     check(all(st["stop"] in ("max-new-tokens", "stop-id") for _, st in runs),
           "every generation ended at max-new-tokens or a stop id")
 
+    # --no-special-tokens: the ids are the oracle's encode(add_special_tokens=False).
+    _, err = fm_run("--prompt", PROMPTS[1], "--no-special-tokens", "--max-new-tokens", "1",
+                    "--stats")
+    check(stats_lines(err)[-1]["prompt_ids"] == asked[-1],
+          "--no-special-tokens: the oracle's ids without BOS (%d ids)" % len(asked[-1]))
+
     # --prompt-file reads the same prompt.
     pf = os.path.join(work, "prompt.txt")
     open(pf, "w", encoding="utf-8").write(PROMPTS[1])
@@ -257,6 +263,74 @@ def chat_mode(tool, model, fmb, oracle, work, tokdir):
     check(all(r in transcript for r in replies) and all("> " + t in transcript for t in TURNS),
           "the transcript shows every turn and reply")
 
+    # --chat-file: the same turns separated by --- lines give the same transcript and ids.
+    cf = os.path.join(work, "turns.txt")
+    open(cf, "w", encoding="utf-8").write("\n---\n".join(TURNS) + "\n")
+    out2, err2 = run([tool("fm-run"), fmb, "--chat", "--chat-file", cf, "--system", SYSTEM,
+                      "--max-new-tokens", "10", "--stats"])
+    turns2 = [s for s in stats_lines(err2) if "turn" in s]
+    check(out2 == out and [t["generated_ids"] for t in turns2] == [t["generated_ids"] for t in turns],
+          "--chat-file gives what the same turns on stdin give")
+    # A turn of several lines (CRLF and a blank line inside) is one user message.
+    multi = "First line\r\n\nthird line, then ---- not a separator\n----"
+    open(cf, "w", encoding="utf-8", newline="").write("\n\n" + multi + "\n---\n")
+    _, err3 = run([tool("fm-run"), fmb, "--chat", "--chat-file", cf, "--max-new-tokens", "2",
+                   "--stats"])
+    turns3 = [s for s in stats_lines(err3) if "turn" in s]
+    # The turn's own line breaks are kept (CRLF too); the newlines around it are dropped.
+    render = compiled.render(messages=[{"role": "user", "content": multi}], tools=None,
+                             documents=None, add_generation_prompt=True, **tokens)
+    want = oracle(encode=[{"text": render, "add_special_tokens": False}])["encode"][0]
+    check(len(turns3) == 1 and turns3[0]["context_ids"] == want,
+          "--chat-file: a multi-line turn is one message, as python3-jinja2 renders it",
+          "%s vs %s" % (turns3[0]["context_ids"][:30] if turns3 else None, want[:30]))
+
+
+# A Llama-2-style chat template, for tokenizers without one (Mistral's here).
+INST_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+                 "[INST] {{ message['content'] }} [/INST]{% else %}{{ message['content'] }}"
+                 "{{ eos_token }}{% endif %}{% endfor %}")
+
+
+def build_model(tool, name, work, gen_args=(), family="llama", sets=None, chat_template=None):
+    """The tiny random model (a llama unless `family`) with tokenizer `name` beside it (in
+    WORK/ckpt), compiled with it embedded (WORK/model.fmb): data, tokdir, model, fmb, report
+    (fmc compile's), vocab. `gen_args`: more gen_checkpoint.py arguments (--lora-out DIR ...);
+    `sets`: its config overrides (the vocabulary's size is always set); `chat_template`: one
+    for the copied tokenizer_config.json."""
+    data = run([FETCH])[0].decode().strip()
+    sub, vocab = TOKENIZERS[name]
+    tokdir = os.path.join(data, sub)
+    model = os.path.join(work, "ckpt")
+    if sets is None:
+        sets = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 8, "intermediate_size": 64, "tie_word_embeddings": True}
+    sets = dict(sets, vocab_size=vocab)
+    gen = ["/usr/bin/python3", GEN, "--family", family, "--preset", "tiny", "--out", model]
+    gen += list(gen_args)
+    for k, v in sets.items():
+        gen += ["--set", "%s=%s" % (k, json.dumps(v))]
+    run(gen)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tokdir, f), os.path.join(model, f))
+    if chat_template:
+        cfg_path = os.path.join(model, "tokenizer_config.json")
+        cfg = json.load(open(cfg_path, encoding="utf-8"))
+        cfg["chat_template"] = chat_template
+        json.dump(cfg, open(cfg_path, "w", encoding="utf-8"))
+    fmb = os.path.join(work, "model.fmb")
+    report = compile_model(tool, model, fmb)
+    return {"data": data, "tokdir": tokdir, "model": model, "fmb": fmb, "report": report,
+            "vocab": vocab}
+
+
+def start(args):
+    """A fresh args.work; the tool finder for args.bin (PATH when empty)."""
+    if os.path.isdir(args.work):
+        shutil.rmtree(args.work)
+    os.makedirs(args.work)
+    return lambda name: os.path.join(args.bin, name) if args.bin else name
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -265,29 +339,12 @@ def main():
     ap.add_argument("--work", required=True, help="scratch directory")
     ap.add_argument("--bin", default="", help="directory of fmc and fm-run (default: PATH)")
     args = ap.parse_args()
-    tool = lambda name: os.path.join(args.bin, name) if args.bin else name
-    if os.path.isdir(args.work):
-        shutil.rmtree(args.work)
-    os.makedirs(args.work)
-    data = run([FETCH])[0].decode().strip()
-    sub, vocab = TOKENIZERS[args.tokenizer]
-    tokdir = os.path.join(data, sub)
-
-    model = os.path.join(args.work, "ckpt")
-    sets = {"vocab_size": vocab, "hidden_size": 32, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
-            "tie_word_embeddings": True}
-    gen = ["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny", "--out", model]
-    for k, v in sets.items():
-        gen += ["--set", "%s=%s" % (k, json.dumps(v))]
-    run(gen)
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tokdir, f), os.path.join(model, f))
-
+    tool = start(args)
+    m = build_model(tool, args.tokenizer, args.work)
+    data, tokdir, model, fmb, report, vocab = (
+        m["data"], m["tokdir"], m["model"], m["fmb"], m["report"], m["vocab"])
     oracle = Oracle(data, tokdir, args.work)
     eos_id = oracle()["eos_id"]
-    fmb = os.path.join(args.work, "model.fmb")
-    report = compile_model(tool, model, fmb)
     check_artifact(tool, fmb, report, os.path.join(model, "tokenizer.json"), eos_id, vocab)
     if args.mode == "prompt":
         bad_tokenizers(tool, model, os.path.join(args.work, "bad"), tokdir)

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -43,7 +44,7 @@ bool readTurns(const std::string &path, std::vector<std::string> *turns) {
 }
 
 /// "> " before every line of `text`, as a transcript shows a user turn.
-std::string quoted(const std::string &text) {
+std::string quotedTurn(const std::string &text) {
   std::string out = "> ";
   for (char c : text) {
     out += c;
@@ -96,21 +97,28 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
   };
 
   fm::Sampler sampler = makeSampler(args);
-  const fm::GenerateOptions generate = generateOptions(args);
+  int exitStatus = 0; // kIncomplete when a guided reply was cut
   std::string user;
   for (int turnNo = 1; nextTurn(&user); ++turnNo) {
     if (leader && !terminal)
-      writeOut(quoted(user));
+      writeOut(quotedTurn(user));
+    // Each reply is constrained from its first token (a fresh constraint).
+    fm::GenerateOptions generate = generateOptions(args);
+    TextGuide guide(loaded, &generate);
     auto streamed = [&](std::string_view piece) {
-      if (leader)
+      if (leader && guide.streams())
         writeOut(piece);
       return true;
     };
     auto turn = conversation->say(user, sampler, generate, streamed);
     if (!turn)
       return abortAll(turn.message());
-    if (leader)
+    if (leader && guide.streams())
       writeOut("\n");
+    auto guided = guide.finish(turn->reply, leader);
+    if (!guided)
+      return abortAll(guided.message());
+    exitStatus = std::max(exitStatus, *guided);
     if (leader && args.stats) {
       const fm::Generation &g = turn->reply;
       const double decodeRate =
@@ -137,7 +145,7 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  static_cast<long long>(loaded.session->position()),
                  peakRssMb(), loaded.session->threads(),
                  loaded.model->device().c_str());
-  return 0;
+  return exitStatus;
 }
 
 } // namespace fmrun

@@ -58,10 +58,31 @@ void addGuidedOptions(CLI::App &app, GuidedArgs &args) {
              "is printed).");
 }
 
+namespace {
+
+bool isConstrained(const GuidedArgs &args) {
+  return !args.jsonSchema.empty() || !args.grammar.empty() || !args.regex.empty() ||
+         !args.tools.empty();
+}
+
+// The ids of the --eos tokens, added to `eos` (no repeats).
+fm::Status addEos(const GuidedArgs &args, const fm::Tokenizer &t, const std::string &name,
+                  std::vector<int32_t> *eos) {
+  for (const std::string &e : args.eos) {
+    auto id = t.tokenToId(e);
+    if (!id)
+      return fm::Status::error("--eos: '" + e + "' is not a token of " + name);
+    if (std::find(eos->begin(), eos->end(), *id) == eos->end())
+      eos->push_back(*id);
+  }
+  return fm::Status::ok();
+}
+
+} // namespace
+
 fm::Expected<std::unique_ptr<Guided>> Guided::create(const GuidedArgs &args,
                                                      int64_t modelVocab) {
-  const bool constrained = !args.jsonSchema.empty() || !args.grammar.empty() ||
-                           !args.regex.empty() || !args.tools.empty();
+  const bool constrained = isConstrained(args);
   if (args.tokenizer.empty()) {
     if (constrained)
       return fm::Status::error("--json-schema, --grammar, --regex and --tools need --tokenizer "
@@ -81,12 +102,8 @@ fm::Expected<std::unique_ptr<Guided>> Guided::create(const GuidedArgs &args,
 
   // End-of-sequence ids.
   if (!args.eos.empty()) {
-    for (const std::string &e : args.eos) {
-      auto id = t.tokenToId(e);
-      if (!id)
-        return fm::Status::error("--eos: '" + e + "' is not a token of " + args.tokenizer);
-      g->eos_.push_back(*id);
-    }
+    if (fm::Status s = addEos(args, t, args.tokenizer, &g->eos_); !s)
+      return s;
   } else {
     if (auto id = t.eosId())
       g->eos_.push_back(*id);
@@ -95,10 +112,37 @@ fm::Expected<std::unique_ptr<Guided>> Guided::create(const GuidedArgs &args,
         if (std::find(g->eos_.begin(), g->eos_.end(), *id) == g->eos_.end())
           g->eos_.push_back(*id);
   }
-  if (!constrained || (!args.tools.empty() && args.toolChoice == "none"))
-    return g; // text only
+  if (fm::Status s = g->buildConstraint(args, modelVocab); !s)
+    return s;
+  return g;
+}
 
-  fm::Vocabulary vocab = fm::grammarVocabulary(t, modelVocab, g->eos_);
+fm::Expected<std::unique_ptr<Guided>> Guided::forText(const GuidedArgs &args,
+                                                      const fm::Tokenizer &tokenizer,
+                                                      int64_t modelVocab,
+                                                      const std::vector<int32_t> &stopIds) {
+  if (!args.tokenizer.empty())
+    return fm::Status::error("--tokenizer is for --tokens: --prompt and --chat use the "
+                             "tokenizer the artifact embeds");
+  const bool constrained =
+      isConstrained(args) && !(!args.tools.empty() && args.toolChoice == "none");
+  if (!constrained && args.eos.empty())
+    return std::unique_ptr<Guided>();
+  auto g = std::unique_ptr<Guided>(new Guided);
+  g->tokenizer_ = tokenizer;
+  g->eos_ = stopIds;
+  if (fm::Status s = addEos(args, tokenizer, "the artifact's tokenizer", &g->eos_); !s)
+    return s;
+  if (fm::Status s = g->buildConstraint(args, modelVocab); !s)
+    return s;
+  return g;
+}
+
+fm::Status Guided::buildConstraint(const GuidedArgs &args, int64_t modelVocab) {
+  if (!isConstrained(args) || (!args.tools.empty() && args.toolChoice == "none"))
+    return fm::Status::ok(); // text only
+  const fm::Tokenizer &t = tokenizer_;
+  fm::Vocabulary vocab = fm::grammarVocabulary(t, modelVocab, eos_);
 
   fm::Expected<fm::Grammar> grammar = fm::Status::error("no grammar");
   fm::ToolSet toolSet;
@@ -137,31 +181,38 @@ fm::Expected<std::unique_ptr<Guided>> Guided::create(const GuidedArgs &args,
   auto masker = fm::TokenMasker::create(*grammar, std::move(vocab));
   if (!masker)
     return masker.status();
-  g->masker_ = std::make_unique<fm::TokenMasker>(std::move(*masker));
+  masker_ = std::make_unique<fm::TokenMasker>(std::move(*masker));
 
-  if (args.tools.empty()) {
-    g->decoder_ = std::make_unique<fm::GuidedDecoder>(*g->masker_);
-    g->processor_ = g->decoder_.get();
-    return g;
+  if (!args.tools.empty()) {
+    // How the chat template opens a call: Qwen's <tool_call> marker, else bare JSON.
+    syntax_.opener = "{\"name\"";
+    auto marker = t.tokenToId("<tool_call>");
+    if (marker && t.chatTemplate().find("<tool_call>") != std::string::npos) {
+      syntax_.opener = "<tool_call>";
+      syntax_.openerIsCall = false;
+      syntax_.openerTokens = {*marker};
+      auto nl = t.encode("\n");
+      if (!nl)
+        return nl.status();
+      syntax_.afterOpener = *nl;
+    }
+    choice_ = args.toolChoice == "required" ? fm::ToolChoice::Required : fm::ToolChoice::Auto;
+    isTools_ = true;
   }
-  // How the chat template opens a call: Qwen's <tool_call> marker, else bare JSON.
-  fm::ToolCallSyntax syntax;
-  syntax.opener = "{\"name\"";
-  auto marker = t.tokenToId("<tool_call>");
-  if (marker && t.chatTemplate().find("<tool_call>") != std::string::npos) {
-    syntax.opener = "<tool_call>";
-    syntax.openerIsCall = false;
-    syntax.openerTokens = {*marker};
-    auto nl = t.encode("\n");
-    if (!nl)
-      return nl.status();
-    syntax.afterOpener = *nl;
+  restart();
+  return fm::Status::ok();
+}
+
+void Guided::restart() {
+  if (!masker_)
+    return;
+  if (isTools_) {
+    tools_ = std::make_unique<fm::ToolCallDecoder>(*masker_, syntax_, choice_);
+    processor_ = tools_.get();
+  } else {
+    decoder_ = std::make_unique<fm::GuidedDecoder>(*masker_);
+    processor_ = decoder_.get();
   }
-  g->tools_ = std::make_unique<fm::ToolCallDecoder>(
-      *g->masker_, std::move(syntax),
-      args.toolChoice == "required" ? fm::ToolChoice::Required : fm::ToolChoice::Auto);
-  g->processor_ = g->tools_.get();
-  return g;
 }
 
 fm::Expected<int32_t> Guided::next(fm::Session &session, fm::Sampler &sampler,
@@ -196,30 +247,37 @@ fm::Expected<int32_t> Guided::next(fm::Session &session, fm::Sampler &sampler,
 
 bool Guided::finished() const { return processor_ ? processor_->finished() : textOnlyDone_; }
 
-int Guided::print(const std::vector<int32_t> &generated) const {
-  bool complete = true;
-  std::string out;
+Guided::Output Guided::output(const std::vector<int32_t> &generated) const {
+  Output out;
   if (tools_ && tools_->inCall()) {
-    out = tools_->callText();
-    complete = tools_->callComplete();
+    out.text = tools_->callText();
+    out.complete = tools_->callComplete();
   } else if (decoder_) {
-    out = decoder_->text();
-    complete = decoder_->isComplete();
+    out.text = decoder_->text();
+    out.complete = decoder_->isComplete();
+  } else if (tools_) {
+    out.text = tools_->freeText(); // a call was never opened: the free text
   } else {
     auto text = tokenizer_.decode(generated, /*skipSpecial=*/true);
-    out = text ? *text : "";
-    if (tools_)
-      out = tools_->freeText(); // a call was never opened: the free text
+    out.text = text ? *text : "";
   }
-  std::printf("%s\n", out.c_str());
+  return out;
+}
+
+int Guided::noteIfIncomplete(const Output &out, size_t tokens) const {
+  if (out.complete)
+    return 0;
+  std::fprintf(stderr, "fm-run: note: generation stopped after %zu tokens before the %s was "
+                       "complete (exit status %d)\n",
+               tokens, tools_ ? "tool call" : "grammar", kIncomplete);
+  return kIncomplete;
+}
+
+int Guided::print(const std::vector<int32_t> &generated) const {
+  const Output out = output(generated);
+  std::printf("%s\n", out.text.c_str());
   std::fflush(stdout);
-  if (!complete) {
-    std::fprintf(stderr, "fm-run: note: generation stopped after %zu tokens before the %s was "
-                         "complete (exit status %d)\n",
-                 generated.size(), tools_ ? "tool call" : "grammar", kIncomplete);
-    return kIncomplete;
-  }
-  return 0;
+  return noteIfIncomplete(out, generated.size());
 }
 
 } // namespace fmrun

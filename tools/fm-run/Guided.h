@@ -38,6 +38,32 @@ class Guided {
 public:
   /// Null (and no error) when no option asks for it. `modelVocab` is the model's logits width.
   static fm::Expected<std::unique_ptr<Guided>> create(const GuidedArgs &args, int64_t modelVocab);
+  /// For the text modes (--prompt, --chat): over the artifact's own `tokenizer` (--tokenizer is
+  /// refused), the end-of-sequence ids being the model's `stopIds` and the --eos tokens. Null
+  /// when no option asks for it (--tool-choice none included, unless --eos is given).
+  static fm::Expected<std::unique_ptr<Guided>> forText(const GuidedArgs &args,
+                                                       const fm::Tokenizer &tokenizer,
+                                                       int64_t modelVocab,
+                                                       const std::vector<int32_t> &stopIds);
+
+  /// The constraint of the current generation (null: --tool-choice none, or --eos alone).
+  fm::TokenConstraint *constraint() const { return processor_; }
+  /// A fresh constraint for the next generation (each chat reply starts over).
+  void restart();
+  /// The end-of-sequence ids (the text modes stop at them).
+  const std::vector<int32_t> &eos() const { return eos_; }
+  /// The output is a tool call or free text printed whole at the end (--tools), not streamed.
+  bool printsAtEnd() const { return tools_ != nullptr; }
+
+  /// What the generation produced: the text (or the tool call as JSON), and whether the
+  /// grammar (the call) is complete.
+  struct Output {
+    std::string text;
+    bool complete = true;
+  };
+  Output output(const std::vector<int32_t> &generated) const;
+  /// The note on stderr for an incomplete output; returns kIncomplete, or 0 when complete.
+  int noteIfIncomplete(const Output &out, size_t tokens) const;
 
   /// One step: restricts `logits` (vocab floats) and picks the next token, sampled by the
   /// session (rank 0, broadcast) or forced. Sets *stop when generation is complete before it.
@@ -50,7 +76,13 @@ public:
   int print(const std::vector<int32_t> &generated) const;
 
 private:
+  /// The masker and the first constraint, over tokenizer_ and eos_ (nothing when unconstrained).
+  fm::Status buildConstraint(const GuidedArgs &args, int64_t modelVocab);
+
   fm::Tokenizer tokenizer_;
+  fm::ToolCallSyntax syntax_;
+  fm::ToolChoice choice_ = fm::ToolChoice::Auto;
+  bool isTools_ = false;
   std::unique_ptr<fm::TokenMasker> masker_;
   std::unique_ptr<fm::GuidedDecoder> decoder_;
   std::unique_ptr<fm::ToolCallDecoder> tools_;

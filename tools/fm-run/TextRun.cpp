@@ -3,6 +3,8 @@
 // produced (TextRun.h).
 #include "TextRun.h"
 
+#include "Adapters.h"
+
 #include "fm/minisign.h"
 #include "fm/tokenizer.h"
 
@@ -118,6 +120,10 @@ std::string loadForText(const TextArgs &args, fm::Communicator *comm,
   if (!tokenizer)
     return tokenizer.message() + "; fm-run --tokens takes ids";
   fm::SessionOptions sessionOptions;
+  if (auto adapters = loadAdapters(out->model, args.adapters, leader); adapters)
+    sessionOptions.adapters = std::move(*adapters);
+  else
+    return adapters.message();
   sessionOptions.activations = activationsOf(args.activations);
   sessionOptions.threads = args.threads;
   if (args.threads == 0 && ranks > 1)
@@ -145,6 +151,43 @@ fm::Sampler makeSampler(const TextArgs &args) {
   return fm::Sampler(args.temperature, args.topK, args.topP, args.seed);
 }
 
+TextGuide::TextGuide(Loaded &loaded, fm::GenerateOptions *options)
+    : guided_(loaded.guided.get()) {
+  fm::LogitsProcessor constraint;
+  if (guided_) {
+    guided_->restart();
+    options->stopIds = guided_->eos();
+    if (fm::TokenConstraint *c = guided_->constraint()) {
+      constrained_ = std::make_unique<fm::ConstrainedLogits>(*c, guided_->eos());
+      constraint = constrained_->hook();
+    }
+  }
+  if (loaded.bias.empty()) {
+    options->logitsProcessor = constraint;
+    return;
+  }
+  // The bias first: the constraint masks the biased logits.
+  options->logitsProcessor = [bias = &loaded.bias, constraint](
+                                 const std::vector<int32_t> &generated, float *logits,
+                                 int64_t vocab) {
+    bias->apply(logits);
+    return constraint ? constraint(generated, logits, vocab) : fm::Status::ok();
+  };
+}
+
+fm::Expected<int> TextGuide::finish(const fm::Generation &generation, bool leader) {
+  if (!constrained_)
+    return 0;
+  if (fm::Status s = constrained_->follow(generation.tokens); !s)
+    return s;
+  if (!leader)
+    return 0;
+  const Guided::Output out = guided_->output(generation.tokens);
+  if (guided_->printsAtEnd() && !writeOut(out.text + "\n"))
+    return fm::Status::error("cannot write the output to stdout");
+  return guided_->noteIfIncomplete(out, generation.tokens.size());
+}
+
 namespace {
 
 int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
@@ -153,24 +196,31 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
   if (!args.promptFile.empty() && !readFile(args.promptFile, &prompt))
     return fail("--prompt-file " + args.promptFile + ": cannot read it");
   fm::Sampler sampler = makeSampler(args);
+  fm::GenerateOptions options = generateOptions(args);
+  TextGuide guide(loaded, &options);
   bool written = true;
   auto streamed = [&](std::string_view piece) {
-    if (leader)
+    if (leader && guide.streams())
       written = writeOut(piece) && written;
     return true;
   };
-  auto t0 = std::chrono::steady_clock::now();
-  auto g = loaded.session->generate(prompt, sampler, generateOptions(args), streamed);
-  if (!g) {
+  auto abortAll = [&](const std::string &message) {
     if (comm && comm->size() > 1)
       comm->abort(1);
-    return fail(g.message());
-  }
+    return fail(message);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = loaded.session->generate(prompt, sampler, options, streamed);
+  if (!g)
+    return abortAll(g.message());
   const double totalMs = msSince(t0);
+  if (leader && guide.streams() && isatty(STDOUT_FILENO))
+    writeOut("\n");
+  auto guided = guide.finish(*g, leader);
+  if (!guided)
+    return abortAll(guided.message());
   if (!leader)
     return 0;
-  if (isatty(STDOUT_FILENO))
-    writeOut("\n");
   if (!written)
     return fail("cannot write the text to stdout");
   if (args.stats) {
@@ -193,7 +243,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
                  idsJson(g->tokens).c_str());
   }
-  return 0;
+  return *guided;
 }
 
 } // namespace
@@ -219,6 +269,22 @@ int runText(const TextArgs &args, fm::Communicator *comm) {
   Loaded loaded;
   if (error.empty())
     error = loadForText(args, comm, &loaded);
+  if (error.empty()) {
+    // Guided options over the artifact's tokenizer (loadForText checked that it has one).
+    auto guided = Guided::forText(args.guided, *loaded.model->tokenizer(),
+                                  loaded.model->vocabSize(), loaded.model->stopIds());
+    if (guided)
+      loaded.guided = std::move(*guided);
+    else
+      error = guided.message();
+  }
+  if (error.empty()) {
+    auto bias = LogitBias::parse(args.logitBias, loaded.model->vocabSize());
+    if (bias)
+      loaded.bias = std::move(*bias);
+    else
+      error = bias.message();
+  }
   if (ranks > 1) {
     float failed = error.empty() ? 0.0f : 1.0f;
     if (fm::Status s = comm->allReduceSum(&failed, 1); !s)

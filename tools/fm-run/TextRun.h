@@ -3,7 +3,11 @@
 // both with the artifact's embedded tokenizer.
 #pragma once
 
+#include "Guided.h"
+#include "LogitBias.h"
+
 #include "fm/communicator.h"
+#include "fm/constrained_logits.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
 
@@ -31,6 +35,9 @@ struct TextArgs {
   float temperature = 0.0f, topP = 1.0f;
   int topK = 0;
   uint64_t seed = 0;
+  GuidedArgs guided; // --json-schema, --grammar, --regex, --tools, --eos
+  std::vector<std::string> logitBias; // --logit-bias ID=BIAS
+  std::vector<std::string> adapters;  // --adapter FILE[:scale]
 };
 
 /// Whether the command line asks for a text mode.
@@ -49,6 +56,8 @@ struct Loaded {
   std::shared_ptr<fm::Model> model;
   std::unique_ptr<fm::Session> session;
   double loadMs = 0.0;
+  std::unique_ptr<Guided> guided; // null: no guided option
+  LogitBias bias;                 // --logit-bias
 };
 /// Loads the model and builds the session as fm-run does for --tokens; an
 /// error message, or "" with `out` filled.
@@ -57,6 +66,26 @@ std::string loadForText(const TextArgs &args, fm::Communicator *comm,
 fm::GenerateOptions generateOptions(const TextArgs &args);
 fm::Sampler makeSampler(const TextArgs &args);
 double peakRssMb();
+
+/// Guided generation in the text modes: the --logit-bias and then the constraint of one
+/// generation (one --prompt, one chat reply) hooked into its options. Without either it does
+/// nothing.
+class TextGuide {
+public:
+  /// Restarts the loaded guided constraint (if any) and hooks it, after the bias, into
+  /// `options`.
+  TextGuide(Loaded &loaded, fm::GenerateOptions *options);
+  /// The text streams to stdout as it is generated (not a --tools output, printed at the end).
+  bool streams() const { return !guided_ || !guided_->printsAtEnd(); }
+  /// After the generation: the constraint follows its last tokens; a --tools output is printed
+  /// (on the leader) as one line; returns 0, or kIncomplete (with a note) when the output is not
+  /// complete.
+  fm::Expected<int> finish(const fm::Generation &generation, bool leader);
+
+private:
+  Guided *guided_;
+  std::unique_ptr<fm::ConstrainedLogits> constrained_;
+};
 /// "[1, 17, 42]", for the --stats lines.
 std::string idsJson(const std::vector<int32_t> &ids);
 /// Writes `text` to stdout at once (streaming).

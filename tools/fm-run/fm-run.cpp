@@ -6,7 +6,9 @@
 // and writes files. Images (--image, --image-tensor) go through the model's
 // image encoder first: a VLM's prompt placeholders take their tokens, an
 // encoder alone writes them (--image-tokens-out).
+#include "Adapters.h"
 #include "Guided.h"
+#include "LogitBias.h"
 #include "TextRun.h"
 
 #include "fm/adapter.h"
@@ -60,34 +62,8 @@ struct Args {
   std::vector<std::pair<bool, std::string>> images;
   std::string imageTokensOut;
   fmrun::GuidedArgs guided;
+  std::vector<std::string> logitBias; // --logit-bias ID=BIAS
 };
-
-// "a.fmba[:scale]": the scale after the last ':' when it is a number (a
-// path that itself holds a ':' and exists is taken whole).
-bool parseAdapter(const std::string &text, std::string *path, float *scale,
-                  std::string *error) {
-  *path = text;
-  *scale = 1.0f;
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos)
-    return true;
-  const std::string tail = text.substr(colon + 1);
-  char *end = nullptr;
-  errno = 0;
-  const float v = tail.empty() ? 0.0f : std::strtof(tail.c_str(), &end);
-  if (!tail.empty() && *end == '\0' && errno == 0 && std::isfinite(v)) {
-    *path = text.substr(0, colon);
-    *scale = v;
-    return true;
-  }
-  if (FILE *f = std::fopen(text.c_str(), "rb")) {
-    std::fclose(f);
-    return true;
-  }
-  *error = "--adapter '" + text + "': the scale after ':' ('" + tail +
-           "') is not a number";
-  return false;
-}
 
 // An image as the encoder's input tensor: a PNG/JPEG file preprocessed as
 // the artifact says, or a [channels, height, width] float32 .npy as is.
@@ -241,6 +217,7 @@ int run(const Args &args, fm::Communicator *comm) {
   std::shared_ptr<fm::Model> model;
   std::unique_ptr<fm::Session> session;
   std::unique_ptr<fmrun::Guided> guided;
+  fmrun::LogitBias bias;
   double loadMs = 0.0;
   std::string error = [&]() -> std::string {
     std::string e;
@@ -315,22 +292,10 @@ int run(const Args &args, fm::Communicator *comm) {
              " tokens do not fit in the context of " +
              std::to_string(model->contextLength()) + " tokens";
     fm::SessionOptions sessionOptions;
-    for (const std::string &arg : args.adapters) {
-      std::string path;
-      float scale = 1.0f;
-      if (!parseAdapter(arg, &path, &scale, &e))
-        return e;
-      auto adapter = fm::Adapter::load(model, path);
-      if (!adapter)
-        return adapter.message();
-      if (leader)
-        std::fprintf(stderr,
-                     "fm-run: adapter %s: %lld projections, rank %lld, "
-                     "scale %g x alpha/r\n",
-                     path.c_str(), static_cast<long long>((*adapter)->loras()),
-                     static_cast<long long>((*adapter)->maxRank()), scale);
-      sessionOptions.adapters.push_back({*adapter, scale});
-    }
+    if (auto loaded = fmrun::loadAdapters(model, args.adapters, leader); loaded)
+      sessionOptions.adapters = std::move(*loaded);
+    else
+      return loaded.message();
     sessionOptions.activations = activationsOf(args.activations);
     sessionOptions.threads = args.threads;
     // By default the ranks on one machine share its cores.
@@ -346,6 +311,12 @@ int run(const Args &args, fm::Communicator *comm) {
     if (!g)
       return g.message();
     guided = std::move(*g);
+    auto b = fmrun::LogitBias::parse(args.logitBias, model->vocabSize());
+    if (!b)
+      return b.message();
+    bias = std::move(*b);
+    if (!bias.empty() && args.score)
+      return "--score does not sample: no --logit-bias with it";
     if (guided && args.score)
       return "--score does not generate: no --tokenizer or guided options with it";
     loadMs = msSince(t0);
@@ -426,10 +397,17 @@ int run(const Args &args, fm::Communicator *comm) {
     if (keepLogits)
       logitRows.insert(logitRows.end(), logits, logits + vocab);
     const int64_t context = model->contextLength();
+    std::vector<float> biased; // --logit-bias: a copy of the logits, biased
     for (int64_t i = 0; i < args.maxNewTokens; ++i) {
       bool stop = false;
-      auto token = guided ? guided->next(*session, sampler, logits, &stop)
-                          : session->sample(sampler, logits);
+      const float *from = logits;
+      if (!bias.empty()) {
+        biased.assign(logits, logits + vocab);
+        bias.apply(biased.data());
+        from = biased.data();
+      }
+      auto token = guided ? guided->next(*session, sampler, from, &stop)
+                          : session->sample(sampler, from);
       if (!token)
         return abortAll(token.message());
       if (stop)
@@ -641,6 +619,11 @@ int main(int argc, char **argv) {
                  "write the image encoder's tokens as float32 .npy: [images x "
                  "tokens per image, width]");
   fmrun::addGuidedOptions(app, args.guided);
+  app.add_option("--logit-bias", args.logitBias,
+                 "ID=BIAS: add BIAS to token ID's logit before every sample (and "
+                 "before a --json-schema/--grammar/--regex/--tools constraint "
+                 "masks them); repeatable, as llama.cpp's --logit-bias")
+      ->allow_extra_args(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -680,16 +663,9 @@ int main(int argc, char **argv) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
       return fail("--tokens, --score and --logits-out work on token ids, not "
                   "with --prompt or --chat");
-    // Not wired into the text path yet: refused rather than ignored.
-    const fmrun::GuidedArgs &g = args.guided;
-    if (!g.jsonSchema.empty() || !g.grammar.empty() || !g.regex.empty() ||
-        !g.tools.empty() || !g.tokenizer.empty())
-      return fail("--json-schema, --grammar, --regex, --tools and --tokenizer "
-                  "work with --tokens in this build, not yet with --prompt or "
-                  "--chat");
-    if (!args.adapters.empty() || !args.images.empty())
-      return fail("--adapter, --image and --image-tensor work with --tokens in "
-                  "this build, not yet with --prompt or --chat");
+    if (!args.images.empty())
+      return fail("--image and --image-tensor work with --tokens in this "
+                  "build, not yet with --prompt or --chat");
     text.model = args.model;
     text.device = args.device;
     text.activations = args.activations;
@@ -704,6 +680,9 @@ int main(int argc, char **argv) {
     text.topK = args.topK;
     text.topP = args.topP;
     text.seed = args.seed;
+    text.guided = args.guided;
+    text.logitBias = args.logitBias;
+    text.adapters = args.adapters;
     rc = fmrun::runText(text, comm.get());
   } else {
     if (!text.stop.empty() || text.noSpecialTokens || !text.system.empty())

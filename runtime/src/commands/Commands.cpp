@@ -1,6 +1,8 @@
 // The table of command kinds, and the helpers they share.
 #include "commands/Command.h"
 
+#include "base/JsonString.h"
+
 #include <cstdio>
 
 namespace fm::rt {
@@ -153,35 +155,9 @@ std::string bufferText(const fa::BufferRef &b, bool oneRow) {
 }
 
 std::string JsonMembers::quote(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      if (ch < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-        out += buf;
-      } else {
-        out += static_cast<char>(ch);
-      }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  appendJsonString(out, s);
+  return out;
 }
 
 std::string JsonMembers::buffer(const fa::BufferRef &b) {

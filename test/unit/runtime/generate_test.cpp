@@ -2,9 +2,10 @@
 // (Session::generate, runtime/src/text/): streamed pieces are whole UTF-8
 // characters, stop ids, stop strings, the callback and maxNewTokens end it,
 // ids without a token are never sampled, and the logits processor hook
-// masks what is sampled. Also the stop-string scanner against a plain
-// find() over the whole text.
+// masks what is sampled; a TokenConstraint through it (ConstrainedLogits).
+// Also the stop-string scanner against a plain find() over the whole text.
 #include "TinyModel.h"
+#include "fm/constrained_logits.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
 #include "fm/tokenizer.h"
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -239,6 +241,109 @@ TEST_F(Generate, ProcessorErrorsAndAllMaskedAreErrors) {
   g = session_->generateText({1}, sampler, o);
   ASSERT_FALSE(g.isOk());
   EXPECT_NE(g.message().find("forbade every id"), std::string::npos) << g.message();
+}
+
+// A scripted TokenConstraint: forces script[0], then allows only `choices`
+// once, then is finished (or says stop, with stopInstead). Records what it
+// is handed.
+class Scripted final : public TokenConstraint {
+public:
+  int32_t first = kA;
+  std::vector<int32_t> choices = {kA + 1, kA + 2};
+  bool stopInstead = false;
+  std::vector<int32_t> accepted;
+  int processed = 0;
+
+  Expected<Step> process(float *logits, int64_t vocab) override {
+    ++processed;
+    Step step;
+    if (accepted.empty()) {
+      step.forced = first;
+    } else if (accepted.size() == 1) {
+      for (int64_t id = 0; id < vocab; ++id)
+        if (std::find(choices.begin(), choices.end(), id) == choices.end())
+          logits[id] = -std::numeric_limits<float>::infinity();
+    } else {
+      step.stop = true; // only reached with stopInstead
+    }
+    return step;
+  }
+  Status accept(int32_t token) override {
+    if (token == 0)
+      return Status::error("scripted: token 0 does not fit");
+    accepted.push_back(token);
+    return Status::ok();
+  }
+  bool finished() const override { return !stopInstead && accepted.size() == 2; }
+};
+
+TEST_F(Generate, ConstraintForcesMasksAndEndsWithAStopId) {
+  for (bool stopInstead : {false, true}) {
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      ASSERT_TRUE(session_->reset().isOk());
+      Scripted c;
+      c.stopInstead = stopInstead;
+      ConstrainedLogits constrained(c, {2});
+      GenerateOptions o;
+      o.maxNewTokens = 20;
+      o.logitsProcessor = constrained.hook();
+      Sampler sampler(5.0f, 0, 1.0f, seed); // hot: only the masks decide
+      auto g = session_->generateText({1, kA}, sampler, o);
+      ASSERT_TRUE(g.isOk()) << g.message();
+      ASSERT_EQ(g->tokens.size(), 3u);
+      EXPECT_EQ(g->tokens[0], kA);
+      EXPECT_TRUE(g->tokens[1] == kA + 1 || g->tokens[1] == kA + 2) << g->tokens[1];
+      EXPECT_EQ(g->tokens[2], 2); // the stop id, once the constraint is complete
+      EXPECT_EQ(g->stop, StopReason::StopId);
+      // Handed on before each step: the ids appended since the last.
+      EXPECT_EQ(c.accepted, (std::vector<int32_t>{kA, g->tokens[1]}));
+      ASSERT_TRUE(constrained.follow(g->tokens).isOk());
+      // A finished constraint is not handed the stop id; one that said stop is.
+      EXPECT_EQ(c.accepted.size(), stopInstead ? 3u : 2u);
+      EXPECT_EQ(c.processed, stopInstead ? 3 : 2);
+    }
+  }
+}
+
+TEST_F(Generate, ConstraintFollowsTheLastTokenAndRefusesAnother) {
+  Scripted c;
+  ConstrainedLogits constrained(c, {2});
+  GenerateOptions o;
+  o.maxNewTokens = 2; // cut before the stop id
+  o.logitsProcessor = constrained.hook();
+  Sampler sampler(0.0f, 0, 1.0f, 0);
+  auto g = session_->generateText({1}, sampler, o);
+  ASSERT_TRUE(g.isOk()) << g.message();
+  EXPECT_EQ(g->stop, StopReason::MaxTokens);
+  EXPECT_EQ(c.accepted.size(), 1u); // the last token is not seen by the hook
+  ASSERT_TRUE(constrained.follow(g->tokens).isOk());
+  EXPECT_EQ(c.accepted, g->tokens);
+  // One constraint per generation.
+  Status again = constrained.follow({kA});
+  ASSERT_FALSE(again.isOk());
+  EXPECT_NE(again.message().find("one constraint per generation"), std::string::npos)
+      << again.message();
+  // The constraint's errors end the generation with them; so does a stop id
+  // outside the model.
+  ASSERT_TRUE(session_->reset().isOk());
+  Scripted refusing;
+  refusing.first = 0;
+  ConstrainedLogits r(refusing, {2});
+  o.logitsProcessor = r.hook();
+  o.maxNewTokens = 5;
+  g = session_->generateText({1}, sampler, o);
+  ASSERT_FALSE(g.isOk());
+  EXPECT_EQ(g.message(), "scripted: token 0 does not fit");
+  ASSERT_TRUE(session_->reset().isOk());
+  Scripted wide;
+  ConstrainedLogits w(wide, {400});
+  o.logitsProcessor = w.hook();
+  o.useModelStopIds = false;
+  g = session_->generateText({1}, sampler, o);
+  ASSERT_FALSE(g.isOk());
+  EXPECT_NE(g.message().find("token 400 (a stop id) is outside the model's 40 logits"),
+            std::string::npos)
+      << g.message();
 }
 
 TEST_F(Generate, BadRequestsAreErrors) {

@@ -289,6 +289,10 @@ TEST(LoaderLimits, FileChangedAfterLoadIsAnErrorNotACrash) {
   ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
   EXPECT_EQ(session.prefill({1, 2}).message(),
             path + " was modified after it was loaded (load it again)");
+  // keepPrefix (a chat turn's KV reuse) checks it too, and keeps the context.
+  EXPECT_EQ(session.keepPrefix(0).message(),
+            path + " was modified after it was loaded (load it again)");
+  EXPECT_EQ(session.position(), 1);
   EXPECT_EQ((*model)->checkFile().message(),
             path + " was modified after it was loaded (load it again)");
   std::remove(path.c_str());
