@@ -2,6 +2,7 @@
 #include "targets/BuiltinTargets.h"
 
 #include "targets/cpu/CpuTarget.h"
+#include "targets/cuda/CudaTarget.h"
 #include "targets/vulkan/VulkanTarget.h"
 #if defined(FM_HAVE_METAL_TARGET)
 #include "targets/metal/MetalTarget.h"
@@ -16,6 +17,7 @@ void registerBuiltinTargets() {
   std::call_once(once, [] {
     cpu::registerCpuTarget();
     vulkan::registerVulkanTarget();
+    cuda::registerCudaTarget();
 #if defined(FM_HAVE_METAL_TARGET)
     metal::registerMetalTarget();
 #endif

@@ -84,6 +84,8 @@ struct SerializedExecutable {
   std::vector<EntryPoint> entries;
   /// One line for the compile report: "x86_64-pc-linux-gnu, cpu znver4, elf-so".
   std::string summary;
+  /// What the compile should warn about (a kernel that spills registers).
+  std::vector<std::string> warnings;
 };
 
 /// Target options of `fmc compile`, by name ("cpu" → "native").

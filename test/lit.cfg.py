@@ -57,6 +57,19 @@ _vk_spv = os.path.join(config.fm_obj_root, "runtime", "hal", "vulkan", "spv")
 if os.path.isdir(_vk_spv):
     config.available_features.add("vulkan-kernels")
     config.substitutions.append(("%vk_spv", _vk_spv))
+# The cuda target needs the CUDA toolkit's libdevice (CUDA_PATH or the
+# build's FM_CUDA_PATH); its PTX is checked by the toolkit's ptxas; the
+# metadata round trip runs the CUDA device's unit test binary.
+_cuda = os.environ.get("CUDA_PATH") or getattr(config, "fm_cuda_path", "/usr/local/cuda")
+if os.path.isfile(os.path.join(_cuda, "nvvm", "libdevice", "libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
+else:
+    lit_config.note("no CUDA toolkit at %s (nvvm/libdevice): the cuda target tests are skipped" % _cuda)
+if os.access(os.path.join(_cuda, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", os.path.join(_cuda, "bin", "ptxas")))
+if os.access(os.path.join(config.fm_tools_dir, "fm_cuda_test"), os.X_OK):
+    config.available_features.add("cuda-device-test")
 # clang (LLVM's, beside FileCheck) checks the MSL as C++ for OpenCL.
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 import subprocess

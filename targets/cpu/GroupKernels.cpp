@@ -20,6 +20,8 @@
 // target has them (arith has no other way to ask for fusion).
 #include "targets/cpu/GroupCodegen.h"
 
+#include "targets/GroupPlan.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -51,20 +53,7 @@ constexpr arith::FastMathFlags kSumFlags =
     arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
 
-int64_t widthOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape()[1];
-}
-
-/// Is `use` an operand that an op reads as a weight (f32 data of its own
-/// shape) rather than as an activation row?
-bool isWeightUse(OpOperand &use) {
-  Operation *op = use.getOwner();
-  unsigned n = use.getOperandNumber();
-  if (auto w = dyn_cast<fmk::CacheWriteOp>(op))
-    return w.getScale() && use.get() == w.getScale();
-  return (isa<fmk::RmsNormOp, fmk::AddBiasOp, fmk::HeadNormOp, fmk::FakeQuantOp>(op) &&
-          n == 1);
-}
+int64_t widthOf(Value v) { return target::rowWidth(v); }
 
 /// A row of some value inside the row loop: `mem[row, col + j]` for buffers
 /// with a row dimension, `mem[col + j]` for scratch rows.
@@ -162,7 +151,6 @@ private:
   }
 
   // --- planning ----------------------------------------------------------
-  LogicalResult classifyArguments();
   LogicalResult planStorage();
   RowRef scratch(int64_t width, unsigned opIndex, unsigned busyUntil);
 
@@ -174,16 +162,11 @@ private:
   OpBuilder b;
   Location loc;
 
-  SmallVector<Operation *> ops; // the body without its yield
-  llvm::DenseSet<Value> activations; // block arguments read as rows
+  target::GroupPlan plan; // arguments, views, lifetimes, in-place results
   llvm::DenseMap<Value, Value> weights; // block argument → memref
   llvm::DenseMap<Value, RowRef> rows; // body value → where its row is
-  llvm::DenseMap<Value, Value> roots; // view → the value owning its storage
-  llvm::DenseMap<Value, unsigned> lastUse; // root → index of its last reader
-  llvm::DenseMap<Value, unsigned> directResult; // value → result computed in place
   SmallVector<Value> resultMems, cacheMems;
-  struct Scratch { Value mem; int64_t width; unsigned busyUntil; };
-  SmallVector<Scratch> scratchRows;
+  target::ScratchRows scratchRows;
   /// RoPE cos/sin rows by (theta, head_dim): computed by the first RoPE of
   /// a row, live until the last one.
   std::map<std::pair<double, int64_t>, std::pair<RowRef, RowRef>> ropeTables;
@@ -192,80 +175,16 @@ private:
   Value rowsArg, posArg, row;
 };
 
-LogicalResult KernelBuilder::classifyArguments() {
-  Block &body = group.getBody().front();
-  for (BlockArgument arg : body.getArguments()) {
-    if (arg.getType().isIndex())
-      continue;
-    bool asWeight = false, asRow = false;
-    for (OpOperand &use : arg.getUses())
-      (isWeightUse(use) ? asWeight : asRow) = true;
-    if (asWeight && asRow)
-      return group.emitOpError() << "input #" << arg.getArgNumber()
-                                 << " is used both as a weight and as activation rows";
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type)
-      return group.emitOpError() << "input #" << arg.getArgNumber() << " of type "
-                                 << arg.getType() << " is not a ranked tensor";
-    if (!asWeight && type.getRank() == 2 && type.getElementType().isF32() &&
-        (asRow || type.isDynamicDim(0))) {
-      activations.insert(arg);
-      continue;
-    }
-    if (asRow)
-      return group.emitOpError() << "input #" << arg.getArgNumber() << " of type "
-                                 << type << " is read as rows but is not a 2-D f32 tensor";
-    if (!type.hasStaticShape())
-      return group.emitOpError() << "weight input #" << arg.getArgNumber()
-                                 << " has a dynamic shape " << type;
-  }
-  return success();
-}
-
-/// Decides where each value's row lives: views share their input's storage,
-/// yielded values go straight to their result row when that is safe, the
-/// rest get scratch rows (allocated during emission, see scratch()).
+/// The shared plan (GroupPlan.h), and when the RoPE tables of each (theta,
+/// head_dim) die.
 LogicalResult KernelBuilder::planStorage() {
-  Block &body = group.getBody().front();
-  auto yield = cast<fmk::YieldOp>(body.getTerminator());
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  unsigned end = ops.size(); // the index of the end-of-row result copies
-
-  auto rootOf = [&](Value v) { return roots.count(v) ? roots.lookup(v) : v; };
-  for (Operation *op : ops)
-    if (auto slice = dyn_cast<fmk::SliceColsOp>(op))
-      roots[slice.getResult()] = rootOf(slice.getInput());
-
-  // The last op that reads an input row: outputs may alias inputs, so no
-  // result row is written before it.
-  int lastInputRead = -1;
-  for (auto [i, op] : llvm::enumerate(ops))
-    for (Value v : op->getOperands()) {
-      Value root = rootOf(v);
-      lastUse[root] = i;
-      if (activations.contains(root))
-        lastInputRead = i;
-    }
-  llvm::DenseMap<Value, unsigned> firstYield;
-  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    Value root = rootOf(v);
-    lastUse[root] = end;
-    if (activations.contains(root))
-      lastInputRead = end;
-    firstYield.try_emplace(v, k);
-  }
-  for (auto [i, op] : llvm::enumerate(ops))
+  FailureOr<target::GroupPlan> analyzed = target::GroupPlan::analyze(group);
+  if (failed(analyzed))
+    return failure();
+  plan = std::move(*analyzed);
+  for (auto [i, op] : llvm::enumerate(plan.ops))
     if (auto rope = dyn_cast<fmk::RopeOp>(op))
       lastRopeUse[{rope.getTheta().convertToDouble(), rope.getHeadDim()}] = i;
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    if (isa<fmk::SliceColsOp, fmk::CacheWriteOp>(op) || op->getNumResults() != 1)
-      continue;
-    Value v = op->getResult(0);
-    auto it = firstYield.find(v);
-    if (it != firstYield.end() && int(i) >= lastInputRead)
-      directResult[v] = it->second;
-  }
   return success();
 }
 
@@ -273,24 +192,17 @@ LogicalResult KernelBuilder::planStorage() {
 /// reuses a row that is free before that op, else adds an alloca before the
 /// row loop.
 RowRef KernelBuilder::scratch(int64_t width, unsigned opIndex, unsigned busyUntil) {
-  Scratch *best = nullptr;
-  for (Scratch &s : scratchRows)
-    if (s.width >= width && s.busyUntil < opIndex && (!best || s.width < best->width))
-      best = &s;
-  if (!best) {
+  Value mem = scratchRows.get(width, opIndex, busyUntil, [&](int64_t w) -> Value {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(allocaPoint);
-    auto type = MemRefType::get({width}, b.getF32Type());
-    Value mem = memref::AllocaOp::create(b, loc, type, b.getI64IntegerAttr(64));
-    scratchRows.push_back({mem, width, 0});
-    best = &scratchRows.back();
-  }
-  best->busyUntil = std::max(opIndex, busyUntil);
-  return RowRef{best->mem, false, 0};
+    auto type = MemRefType::get({w}, b.getF32Type());
+    return memref::AllocaOp::create(b, loc, type, b.getI64IntegerAttr(64));
+  });
+  return RowRef{mem, false, 0};
 }
 
 LogicalResult KernelBuilder::build() {
-  if (failed(classifyArguments()) || failed(planStorage()))
+  if (failed(planStorage()))
     return failure();
   MLIRContext *ctx = group.getContext();
   Block &body = group.getBody().front();
@@ -351,7 +263,7 @@ LogicalResult KernelBuilder::build() {
     switch (arg.kind) {
     case GroupArg::Input: {
       BlockArgument in = body.getArgument(arg.index);
-      if (activations.contains(in)) {
+      if (plan.activations.contains(in)) {
         rows[in] = RowRef{rowsOf(ptr, widthOf(in), rowsArg), true, 0};
         break;
       }
@@ -392,14 +304,14 @@ LogicalResult KernelBuilder::build() {
   func::ReturnOp::create(b, loc);
   b.setInsertionPoint(rowLoop.getBody()->getTerminator());
   row = rowLoop.getInductionVar();
-  for (auto [i, op] : llvm::enumerate(ops))
+  for (auto [i, op] : llvm::enumerate(plan.ops))
     if (failed(emit(op, i)))
       return failure();
 
   // Yielded values not computed in place: copy them into their result rows.
   for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    auto it = directResult.find(v);
-    if (it != directResult.end() && it->second == k)
+    auto it = plan.directResult.find(v);
+    if (it != plan.directResult.end() && it->second == k)
       continue;
     if (!rows.count(v))
       return group.emitOpError() << "yields result #" << k << " that is not an activation";
@@ -411,10 +323,10 @@ LogicalResult KernelBuilder::build() {
 
 LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
   auto out = [&](Value v) -> RowRef {
-    auto it = directResult.find(v);
-    if (it != directResult.end())
+    auto it = plan.directResult.find(v);
+    if (it != plan.directResult.end())
       return RowRef{resultMems[it->second], true, 0};
-    return scratch(widthOf(v), opIndex, lastUse.lookup(v));
+    return scratch(widthOf(v), opIndex, plan.lastUse.lookup(v));
   };
   auto rowOf = [&](Value v) -> FailureOr<RowRef> {
     auto it = rows.find(v);
@@ -613,7 +525,7 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
         if (failed(x))
           return failure();
         unsigned n = 0;
-        for (Operation *other : ops) {
+        for (Operation *other : plan.ops) {
           if (other == op)
             break;
           n += isa<fmk::CacheWriteOp>(other);

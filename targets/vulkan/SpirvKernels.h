@@ -1,10 +1,11 @@
-// GPU code generation for fmk.group, shared by the Vulkan and Metal
-// targets: each distinct group becomes a gpu.func (one workgroup per row,
-// 1-D storage buffers, rows/pos and the arguments' element offsets in push
-// constants), lowered to SPIR-V under a capability profile and serialized.
+// SPIR-V code generation for fmk.group, shared by the Vulkan and Metal
+// targets: the GPU targets' gpu.funcs (targets/gpu/GpuKernels.h) with the
+// SPIR-V ABI (storage buffers, rows/pos and the arguments' element offsets
+// in push constants), lowered under a capability profile and serialized.
 #pragma once
 
 #include "targets/Target.h"
+#include "targets/gpu/GpuKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -13,20 +14,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace fm::spv {
 
-/// Invocations per workgroup of every group kernel. A multiple of every
-/// subgroup width (8 on lavapipe, 32 on NVIDIA and Apple, 64 on AMD); the
-/// kernels use no subgroup operation, so the width does not matter.
-constexpr int64_t kWorkgroupSize = 64;
-
-/// The most workgroup memory a group kernel may use for its intermediate
-/// rows and reductions: Vulkan's guaranteed minimum of
-/// maxComputeSharedMemorySize (Metal gives 32 KiB).
-constexpr int64_t kWorkgroupMemoryBytes = 16384;
+using gpugen::kWorkgroupMemoryBytes;
+using gpugen::kWorkgroupSize;
 
 /// What the SPIR-V of a target may use.
 struct SpirvProfile {
@@ -49,10 +44,13 @@ struct SpirvModule {
   std::vector<target::EntryPoint> entries;
 };
 
-/// Builds a gpu.module of gpu.funcs, one per distinct fmk.group kernel of
-/// `module` (walk order), in a new module of the same context. `entries`
-/// (optional) gets each function's launch metadata. Returns null after a
-/// diagnostic on the offending op.
+/// The SPIR-V ABI of `profile` (the container module gets its target env;
+/// push constants are one PushConstant memref of i32 words; workgroup
+/// memory is memref.alloc in space Workgroup, CODEGEN.md §5; no subgroup
+/// operation, so the subgroup width does not matter).
+std::unique_ptr<gpugen::KernelAbi> spirvAbi(const SpirvProfile &profile);
+
+/// gpugen::buildGpuKernels with spirvAbi(profile).
 mlir::OwningOpRef<mlir::ModuleOp>
 buildGpuKernels(mlir::ModuleOp module, const SpirvProfile &profile,
                 std::vector<target::EntryPoint> *entries = nullptr);

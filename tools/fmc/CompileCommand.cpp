@@ -195,7 +195,8 @@ int runCompile(const CompileArgs &args) {
 
   // 3. One executable per target for the fused kernels.
   auto t2 = Clock::now();
-  target::TargetOptions topts{{"cpu", args.cpu}, {"metal", args.metal}};
+  target::TargetOptions topts{
+      {"cpu", args.cpu}, {"metal", args.metal}, {"cuda-arch", args.cudaArch}};
   std::vector<target::SerializedExecutable> executables;
   const bool anyKernels = !target::kernelNames(*module).empty();
   for (const target::Target *t : *targets) {
@@ -207,6 +208,8 @@ int runCompile(const CompileArgs &args) {
     auto exe = t->serializeExecutable(*kernels, topts, progress);
     if (!exe)
       return fail(llvm::toString(exe.takeError()));
+    for (const std::string &w : exe->warnings)
+      llvm::WithColor::warning(llvm::errs(), "fmc") << w << "\n";
     executables.push_back(std::move(*exe));
   }
   double codegenMs = msSince(t2);

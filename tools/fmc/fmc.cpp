@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--target", comp.target,
                          "code generation targets, a comma-separated list "
                          "(one executable each in the artifact): cpu, "
-                         "vulkan, metal")
+                         "vulkan, metal, cuda")
       ->default_val("cpu");
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
       ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
@@ -44,6 +44,10 @@ int main(int argc, char **argv) {
                          "Metal platform of --target metal: macos (11+) or ios (14+)")
       ->check(CLI::IsMember({"macos", "ios"}))
       ->default_val("macos");
+  compileCmd->add_option("--cuda-arch", comp.cudaArch,
+                         "GPU of --target cuda: sm_80 (default; the driver "
+                         "JITs its PTX for newer GPUs), sm_86, sm_89, sm_90")
+      ->default_val("sm_80");
   compileCmd->add_option("--quant", comp.quant,
                          "projection weights: none (f32), f16, w2, w4 or w8 bits")
       ->check(CLI::IsMember({"none", "f16", "w2", "w4", "w8"}))

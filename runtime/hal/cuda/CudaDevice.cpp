@@ -2,6 +2,7 @@
 // probe; its kernels are in CudaKernels.cpp.
 #include "hal/cuda/CudaDevice.h"
 
+#include "hal/cuda/CudaExecutable.h"
 #include "hal/cuda/CudaPtx.h"
 
 #include <cstdio>
@@ -258,12 +259,12 @@ Expected<std::unique_ptr<Buffer>> CudaDevice::importWeights(const uint8_t *data,
 }
 
 Expected<std::unique_ptr<Executable>>
-CudaDevice::loadExecutable(const artifact::Executable &,
+CudaDevice::loadExecutable(const artifact::Executable &executable,
                            const std::string &artifactName) {
-  return Status::error(artifactName +
-                       ": generated CUDA code (Dispatch commands, fmc "
-                       "--target cuda) is not supported by this runtime's "
-                       "CUDA device yet");
+  auto e = CudaExecutable::load(*this, executable, artifactName);
+  if (!e)
+    return e.status();
+  return std::unique_ptr<Executable>(std::move(*e));
 }
 
 Expected<std::unique_ptr<Queue>>

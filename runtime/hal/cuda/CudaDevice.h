@@ -1,9 +1,8 @@
-// The CUDA device: device memory, one stream per queue, and the hand-written
+// The CUDA device: device memory, one stream per queue, the hand-written
 // kernels (kernels/*.cu as embedded PTX, JIT-compiled by the driver when the
-// device opens) through the driver API loaded at run time (CudaDriver.h).
-// Generated code (fmc --target cuda) is not supported yet: an artifact with
-// Dispatch commands cannot run here; one whose commands are all
-// micro-kernels (embed, matmul, attention, copies, all-reduce) can.
+// device opens) and the generated ones (fmc --target cuda: the artifact's
+// PTX, CudaExecutable.h) through the driver API loaded at run time
+// (CudaDriver.h).
 #pragma once
 
 #include "fm/device_info.h"

@@ -2,6 +2,7 @@
 // are resolved when a kernel is prepared; a run fills the launch
 // parameters on the stack and launches on the queue's stream.
 #include "hal/cuda/CudaDevice.h"
+#include "hal/cuda/CudaExecutable.h"
 
 #include "kernels/qformat.h"
 
@@ -430,9 +431,8 @@ Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &) {
 }
 
 Expected<std::unique_ptr<Kernel>>
-CudaDevice::prepareDispatch(const DispatchDesc &) {
-  return Status::error("cuda: Dispatch of generated code is not supported by "
-                       "the CUDA device yet (no fmc --target cuda)");
+CudaDevice::prepareDispatch(const DispatchDesc &d) {
+  return makeDispatchKernel(*this, d);
 }
 
 Expected<std::unique_ptr<Kernel>>

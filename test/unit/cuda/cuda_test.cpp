@@ -7,12 +7,18 @@
 //    (Generic), dequantizeRow and plain loops; an artifact's logits on cuda
 //    against the CPU device's. Print "skipped: no CUDA device" and skip
 //    without a GPU.
+//  - CudaPtx.*: the launch metadata of generated code (fmc --target cuda)
+//    read and checked against the PTX's .entry parameter lists, with no
+//    driver: hand-made executables, and the artifact that
+//    FM_CUDA_TEST_GENERATED_FMB names (test/targets/cuda.test).
 //  - DISABLED_Bench.*: achieved bandwidth of the matvec kernels against a
 //    device-to-device copy measured beside them (scripts/gpu-check.sh).
 #include "ArtifactBuilder.h"
+#include "fm/artifact.h"
 #include "fm/runtime.h"
 #include "hal/Registry.h"
 #include "hal/cuda/CudaDevice.h"
+#include "hal/cuda/CudaExecutable.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/qmatmul.h"
@@ -20,11 +26,13 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
+#include <tuple>
 
 namespace fm::hal::cuda {
 namespace {
@@ -116,6 +124,141 @@ TEST(NoDriver, LoadingOnCudaIsAClearErrorAndTheDefaultIsTheCpu) {
     EXPECT_EQ(std::fwrite(file.data(), 1, file.size(), out), file.size());
     std::fclose(out);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Generated code's metadata (no driver needed)
+// ---------------------------------------------------------------------------
+
+/// PTX with one entry per (name, buffers, words), in the form MLIR's NVPTX
+/// backend writes.
+std::string ptxWith(const std::vector<std::tuple<std::string, int, int>> &entries) {
+  std::string ptx = "//\n.version 8.0\n.target sm_80\n.address_size 64\n\n";
+  for (const auto &[name, buffers, words] : entries) {
+    ptx += ".visible .entry " + name + "(\n";
+    int n = 0;
+    for (int i = 0; i < buffers * 5 + words; ++i)
+      ptx += std::string(n ? ",\n" : "") + "\t.param ." +
+             (i < buffers * 5 ? (i % 5 < 2 ? "u64 .ptr .global .align 1 " : "u64 ")
+                              : "u32 ") +
+             name + "_param_" + std::to_string(n++);
+    ptx += "\n)\n.reqntid 64, 1, 1\n{\n\tret;\n}\n";
+  }
+  return ptx;
+}
+
+/// A "ptx" executable of one function `name` with `buffers` bindings and
+/// the push constants `push`, over `ptx`; parsed back.
+struct HandMade {
+  flatbuffers::FlatBufferBuilder fbb;
+  const artifact::Executable *exe = nullptr;
+  HandMade(const std::string &ptx, const std::string &name, int buffers,
+           const std::vector<std::string> &push, std::vector<uint32_t> wg = {64, 1, 1},
+           const std::string &format = "ptx") {
+    std::vector<flatbuffers::Offset<artifact::Binding>> bindings;
+    for (int i = 0; i < buffers; ++i)
+      bindings.push_back(artifact::CreateBinding(fbb, 0, uint32_t(i)));
+    std::vector<flatbuffers::Offset<artifact::PushConstant>> pcs;
+    for (size_t i = 0; i < push.size(); ++i)
+      pcs.push_back(artifact::CreatePushConstantDirect(fbb, push[i].c_str(), 4 * i, 4));
+    std::vector<flatbuffers::Offset<artifact::Function>> fns = {
+        artifact::CreateFunctionDirect(fbb, name.c_str(), &wg, &bindings, &pcs)};
+    std::vector<uint8_t> data(ptx.begin(), ptx.end());
+    fbb.Finish(artifact::CreateExecutableDirect(fbb, "cuda", format.c_str(),
+                                                "nvptx64-nvidia-cuda", "sm_80", &data, &fns));
+    exe = flatbuffers::GetRoot<artifact::Executable>(fbb.GetBufferPointer());
+  }
+};
+
+TEST(CudaPtx, EntryParameterLists) {
+  const std::string ptx = ptxWith({{"fmk_k1_entry", 1, 2}, {"fmk_k1", 2, 0}});
+  auto k1 = ptxEntryParams(ptx, "fmk_k1_entry");
+  ASSERT_TRUE(k1.isOk()) << k1.message();
+  EXPECT_EQ(*k1, (std::vector<uint32_t>{8, 8, 8, 8, 8, 4, 4}));
+  // A name that is a prefix of another entry's is its own entry.
+  auto prefix = ptxEntryParams(ptx, "fmk_k1");
+  ASSERT_TRUE(prefix.isOk()) << prefix.message();
+  EXPECT_EQ(prefix->size(), 10u);
+  auto none = ptxEntryParams(ptx, "fmk_k2_entry");
+  ASSERT_FALSE(none.isOk());
+  EXPECT_EQ(none.message(), "the PTX has no .entry fmk_k2_entry");
+  auto odd = ptxEntryParams(".version 8.0\n.entry f(\n.param .align 8 .b8 f_param_0[16]\n)",
+                            "f");
+  ASSERT_FALSE(odd.isOk());
+  EXPECT_NE(odd.message().find("of no 32- or 64-bit scalar type"), std::string::npos)
+      << odd.message();
+}
+
+TEST(CudaPtx, MetadataMatchingThePtxIsRead) {
+  HandMade m(ptxWith({{"fmk_k0_entry", 3, 2}}), "fmk_k0_entry", 3, {"rows", "pos"});
+  auto fns = readPtxFunctions(*m.exe, "m.fmb");
+  ASSERT_TRUE(fns.isOk()) << fns.message();
+  ASSERT_EQ(fns->size(), 1u);
+  const PtxFunction &f = (*fns)[0];
+  EXPECT_EQ(f.name, "fmk_k0_entry");
+  EXPECT_EQ(f.buffers, 3u);
+  EXPECT_EQ(f.block, (std::array<uint32_t, 3>{64, 1, 1}));
+  EXPECT_EQ(f.push, (std::vector<PtxFunction::Push>{PtxFunction::Push::Rows,
+                                                    PtxFunction::Push::Pos}));
+}
+
+TEST(CudaPtx, MetadataThatDisagreesIsRefused) {
+  const std::string ptx = ptxWith({{"fmk_k0_entry", 3, 2}});
+  auto message = [](const HandMade &m) {
+    auto fns = readPtxFunctions(*m.exe, "m.fmb");
+    return fns.isOk() ? std::string("accepted") : fns.message();
+  };
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 2, {"rows", "pos"})),
+            "m.fmb: cuda executable: function 0 'fmk_k0_entry': the PTX entry takes 17 "
+            "parameters, the metadata describes 12 (2 buffers of 5, 2 32-bit words)");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 3, {"rows"})),
+            "m.fmb: cuda executable: function 0 'fmk_k0_entry': the PTX entry takes 17 "
+            "parameters, the metadata describes 16 (3 buffers of 5, 1 32-bit words)");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k9_entry", 3, {"rows", "pos"})),
+            "m.fmb: cuda executable: function 0 'fmk_k9_entry': the PTX has no .entry "
+            "fmk_k9_entry");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 3, {"rows", "offset.0"})),
+            "m.fmb: cuda executable: function 0 'fmk_k0_entry': unknown push constant "
+            "'offset.0' (this device passes rows and pos)");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 3, {"rows", "pos"}, {2048, 1, 1})),
+            "m.fmb: cuda executable: function 0 'fmk_k0_entry': workgroup of 2048 threads "
+            "(a CUDA block has 1 to 1024)");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 3, {"rows", "pos"}, {64, 1})),
+            "m.fmb: cuda executable: function 0 'fmk_k0_entry': needs a workgroup_size "
+            "[x, y, z]");
+  EXPECT_EQ(message(HandMade(ptx, "fmk_k0_entry", 3, {"rows", "pos"}, {64, 1, 1}, "spirv")),
+            "m.fmb: cuda executable: format 'spirv' (this device loads 'ptx')");
+  EXPECT_EQ(message(HandMade("\x03\x02#\x07 binary", "fmk_k0_entry", 3, {"rows", "pos"})),
+            "m.fmb: cuda executable: the image is not PTX text (11 bytes)");
+}
+
+// What fmc --target cpu,cuda wrote (test/targets/cuda.test sets the path):
+// every function the CPU executable exports, in its order, with metadata
+// that matches its PTX entry.
+TEST(CudaPtx, CompiledArtifactLoadsWithoutADriver) {
+  const char *path = std::getenv("FM_CUDA_TEST_GENERATED_FMB");
+  if (!path)
+    GTEST_SKIP() << "FM_CUDA_TEST_GENERATED_FMB names no artifact (test/targets/cuda.test)";
+  auto file = ArtifactFile::open(path, {});
+  ASSERT_TRUE(file.isOk()) << file.message();
+  const artifact::Executable *cuda = (*file)->executable("cuda");
+  const artifact::Executable *cpu = (*file)->executable("cpu");
+  ASSERT_TRUE(cuda && cpu) << path << " needs a cpu and a cuda executable";
+  auto fns = readPtxFunctions(*cuda, path);
+  ASSERT_TRUE(fns.isOk()) << fns.message();
+  ASSERT_EQ(fns->size(), cpu->functions()->size());
+  ASSERT_GT(fns->size(), 0u);
+  for (size_t i = 0; i < fns->size(); ++i) {
+    const PtxFunction &f = (*fns)[i];
+    EXPECT_EQ(f.name, cpu->functions()->Get(i)->name()->str());
+    EXPECT_GT(f.buffers, 0u) << f.name;
+    EXPECT_EQ(f.block, (std::array<uint32_t, 3>{64, 1, 1})) << f.name;
+    EXPECT_EQ(f.push, (std::vector<PtxFunction::Push>{PtxFunction::Push::Rows,
+                                                      PtxFunction::Push::Pos}))
+        << f.name;
+  }
+  std::printf("%s: %zu generated CUDA kernels, metadata matches the PTX\n", path,
+              fns->size());
 }
 
 // ---------------------------------------------------------------------------
@@ -547,6 +690,46 @@ TEST_F(Gpu, RowKernels) {
               << "rope " << r << "," << h << "," << i;
         }
   }
+}
+
+// The tensor-core GEMM (kernels/gemm.cu) for every packed format, M and N
+// not multiples of the 64 x 64 tile, against f64 sums over the CPU's
+// dequantizeRow of the same bytes; the operands are rounded to f16 by the
+// kernel, so the bound is relative to the sum of |x · w|.
+TEST_F(Gpu, TensorCoreGemmEveryFormat) {
+  const int M = 70, N = 100, K = 256;
+  for (int bits : {2, 4, 8})
+    for (int group : {32, 64, 128})
+      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine}) {
+        const QuantFormat f{bits, group, grid};
+        SCOPED_TRACE(formatName(f));
+        const std::vector<float> x = randoms(size_t(M) * K, 41), w = randoms(size_t(N) * K, 42);
+        const size_t rowBytes = kernels::packedRowBytes(f, K);
+        std::vector<uint8_t> packed(size_t(N) * rowBytes);
+        kernels::quantizeRows(w.data(), N, K, f, packed.data());
+        std::vector<float> wdq(size_t(N) * K);
+        for (int n = 0; n < N; ++n)
+          kernels::dequantizeRow(packed.data() + n * rowBytes, f, K, wdq.data() + size_t(n) * K);
+        auto xb = upload(x), wb = upload(packed);
+        auto yb = upload(std::vector<float>(size_t(M) * N, 1.0f));
+        LaunchParams p;
+        p.add(devicePtr(xb.get(), 0)).add(int64_t(K)).add(devicePtr(wb.get(), 0))
+            .add(devicePtr(yb.get(), 0)).add(int64_t(N)).add(M).add(N).add(K).add(1);
+        auto fn = dev().function(("fm_qgemm_mma_" + formatName(f)).c_str());
+        ASSERT_TRUE(fn.isOk()) << fn.message();
+        ASSERT_TRUE(dev().launch(*fn, {unsigned((N + 63) / 64), unsigned((M + 63) / 64)}, {256},
+                                 p, stream()).isOk());
+        const std::vector<float> got = download(*yb, size_t(M) * N);
+        for (int m = 0; m < M; ++m)
+          for (int n = 0; n < N; ++n) {
+            double ref = 1.0, mag = 0.0; // accumulate onto the 1.0 already there
+            for (int k = 0; k < K; ++k) {
+              ref += double(x[size_t(m) * K + k]) * wdq[size_t(n) * K + k];
+              mag += std::fabs(double(x[size_t(m) * K + k]) * wdq[size_t(n) * K + k]);
+            }
+            ASSERT_NEAR(got[size_t(m) * N + n], ref, 2e-3 * mag + 1e-5) << m << "," << n;
+          }
+      }
 }
 
 TEST_F(Gpu, CopyRowAndAllReduceOnOneRank) {

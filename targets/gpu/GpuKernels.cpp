@@ -1,37 +1,27 @@
-// Builds one gpu.func per fmk.group (the GPU targets' front half;
-// SpirvLowering.cpp takes the result to SPIR-V).
-//
-// A kernel is
-//   gpu.func @fmk_<kernel>_entry(%a0: memref<?xf32, StorageBuffer>, ...,
-//                                %pc: memref<(2+N)xi32, PushConstant>) kernel
-// with the arguments in groupAbi order at (set 0, binding i), and push
-// constants [rows, pos, offset.0 .. offset.N-1]: argument i's row 0 starts
-// offset.i elements into its binding (the device binds at an aligned offset
-// below it). The i8 KV cache of a scaled cache_write is a memref<?xi8>.
+// Builds one gpu.func per fmk.group (GpuKernels.h; the targets' lowerings
+// take the result to SPIR-V or NVVM).
 //
 // One workgroup of kWorkgroupSize invocations per row (block_id.x is the
 // row, the row's position is pos + row): every op loops its columns with
 // invocation t taking columns t, t + T, ...; reductions (RMSNorm, head norm)
-// sum per invocation, then through a workgroup-memory tree (no subgroup
-// operation, so no assumption about the subgroup width). Intermediate rows
-// live in workgroup memory (memref.alloc in space Workgroup: CODEGEN.md §5,
-// gpu workgroup attributions do not convert), reused once dead, as on the
-// CPU (views share storage; yielded values go straight into their result
-// row when no later op reads an input). A barrier (workgroup execution,
-// workgroup and storage-buffer memory) follows every op, since the next op
-// may read columns another invocation wrote.
-#include "targets/vulkan/SpirvKernels.h"
+// sum per invocation, then across the workgroup: through subgroup
+// reductions where the ABI has a subgroup width, else a workgroup-memory
+// tree (no assumption about the subgroup width). Intermediate rows live in
+// workgroup memory, reused once dead, as on the CPU (GroupPlan.h: views
+// share storage; yielded values go straight into their result row when no
+// later op reads an input). A barrier (workgroup execution, workgroup and
+// global memory) follows every op, since the next op may read columns
+// another invocation wrote. The i8 KV cache of a scaled cache_write is a
+// buffer of i8.
+#include "targets/gpu/GpuKernels.h"
 
-#include "mlir/AsmParser/AsmParser.h"
+#include "targets/GroupPlan.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
-#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
@@ -47,21 +37,14 @@
 
 using namespace mlir;
 
-namespace fm::spv {
+namespace fm::gpugen {
 namespace {
 
 using target::GroupArg;
 
-int64_t widthOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape()[1]; }
+using target::isWeightUse;
 
-/// Operands an op reads as a weight (f32 data of its own shape), not rows.
-bool isWeightUse(OpOperand &use) {
-  Operation *op = use.getOwner();
-  if (auto w = dyn_cast<fmk::CacheWriteOp>(op))
-    return w.getScale() && use.get() == w.getScale();
-  return isa<fmk::RmsNormOp, fmk::AddBiasOp, fmk::HeadNormOp, fmk::FakeQuantOp>(op) &&
-         use.getOperandNumber() == 1;
-}
+int64_t widthOf(Value v) { return target::rowWidth(v); }
 
 /// Where a row lives: element `base + col + j` of `mem` is column j.
 struct RowRef {
@@ -70,14 +53,10 @@ struct RowRef {
   int64_t col = 0;
 };
 
-spirv::StorageClassAttr storage(MLIRContext *ctx, spirv::StorageClass c) {
-  return spirv::StorageClassAttr::get(ctx, c);
-}
-
 class KernelBuilder {
 public:
-  KernelBuilder(fmk::GroupOp group, OpBuilder &module)
-      : group(group), b(module), loc(group.getLoc()), ctx(group.getContext()) {}
+  KernelBuilder(fmk::GroupOp group, const KernelAbi &abi, OpBuilder &module)
+      : group(group), abi(abi), b(module), loc(group.getLoc()), ctx(group.getContext()) {}
 
   FailureOr<target::EntryPoint> build();
 
@@ -116,15 +95,12 @@ private:
         });
     return loop.getResult(0);
   }
-  void barrier() {
-    spirv::ControlBarrierOp::create(
-        b, loc, spirv::Scope::Workgroup, spirv::Scope::Workgroup,
-        spirv::MemorySemantics::AcquireRelease | spirv::MemorySemantics::WorkgroupMemory |
-            spirv::MemorySemantics::UniformMemory);
-  }
-  /// The workgroup's sum of every invocation's `partial` (a tree over
-  /// workgroup memory); ends with a barrier, so the buffer can be reused.
+  void barrier() { abi.barrier(b, loc); }
+  /// The workgroup's sum of every invocation's `partial`; ends with a
+  /// barrier, so the buffer can be reused.
   Value reduce(Value partial) {
+    if (int64_t width = abi.subgroupWidth())
+      return reduceBySubgroups(partial, width);
     Value red = reductionBuffer();
     memref::StoreOp::create(b, loc, partial, red, ValueRange{tid});
     barrier();
@@ -141,6 +117,29 @@ private:
       barrier();
     }
     Value total = memref::LoadOp::create(b, loc, red, ValueRange{idx(0)});
+    barrier();
+    return total;
+  }
+  /// Each subgroup's sum (gpu.subgroup_reduce), lane 0 of each into
+  /// workgroup memory, then every invocation adds the kWorkgroupSize / width
+  /// subgroup sums.
+  Value reduceBySubgroups(Value partial, int64_t width) {
+    Value red = reductionBuffer();
+    Value sum = gpu::SubgroupReduceOp::create(b, loc, partial, gpu::AllReduceOperation::ADD,
+                                              /*uniform=*/false);
+    Value lane = arith::RemUIOp::create(b, loc, tid, idx(width));
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value warp = arith::DivUIOp::create(b, loc, tid, idx(width));
+      memref::StoreOp::create(b, loc, sum, red, ValueRange{warp});
+    }
+    barrier();
+    Value total = memref::LoadOp::create(b, loc, red, ValueRange{idx(0)});
+    for (int64_t w = 1; w < kWorkgroupSize / width; ++w)
+      total = add(total, memref::LoadOp::create(b, loc, red, ValueRange{idx(w)}));
     barrier();
     return total;
   }
@@ -162,8 +161,6 @@ private:
   }
 
   // --- planning ----------------------------------------------------------
-  LogicalResult classifyArguments();
-  void planStorage();
   RowRef scratch(int64_t width, unsigned opIndex, unsigned busyUntil);
   Value reductionBuffer();
   Value workgroupAlloc(int64_t floats);
@@ -174,106 +171,29 @@ private:
   std::pair<Value, Value> ropeCosSin(Value i, double theta, int64_t headDim);
 
   fmk::GroupOp group;
+  const KernelAbi &abi;
   OpBuilder &b;
   Location loc;
   MLIRContext *ctx;
 
-  SmallVector<Operation *> ops;
-  llvm::DenseSet<Value> activations;
+  target::GroupPlan plan;
   llvm::DenseMap<Value, RowRef> weights; // block argument → its data
   llvm::DenseMap<Value, RowRef> rows;    // body value → its row
-  llvm::DenseMap<Value, Value> roots;
-  llvm::DenseMap<Value, unsigned> lastUse;
-  llvm::DenseMap<Value, unsigned> directResult;
   SmallVector<RowRef> resultRows, cacheSlots;
   SmallVector<bool> cacheInt8;
-  struct Scratch {
-    Value mem;
-    int64_t width;
-    unsigned busyUntil;
-  };
-  SmallVector<Scratch> scratchRows;
+  target::ScratchRows scratchRows;
+  gpu::GPUFuncOp fn;
   Value redBuffer;
   int64_t workgroupFloats = 0;
   Operation *allocPoint = nullptr; // allocs go before it (the function entry)
   Value tid, row, pos;
 };
 
-LogicalResult KernelBuilder::classifyArguments() {
-  Block &body = group.getBody().front();
-  for (BlockArgument arg : body.getArguments()) {
-    if (arg.getType().isIndex())
-      continue;
-    bool asWeight = false, asRow = false;
-    for (OpOperand &use : arg.getUses())
-      (isWeightUse(use) ? asWeight : asRow) = true;
-    if (asWeight && asRow)
-      return group.emitOpError() << "input #" << arg.getArgNumber()
-                                 << " is used both as a weight and as activation rows";
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type)
-      return group.emitOpError() << "input #" << arg.getArgNumber() << " of type "
-                                 << arg.getType() << " is not a ranked tensor";
-    if (!asWeight && type.getRank() == 2 && type.getElementType().isF32() &&
-        (asRow || type.isDynamicDim(0))) {
-      activations.insert(arg);
-      continue;
-    }
-    if (asRow)
-      return group.emitOpError() << "input #" << arg.getArgNumber() << " of type " << type
-                                 << " is read as rows but is not a 2-D f32 tensor";
-    if (!type.hasStaticShape())
-      return group.emitOpError() << "weight input #" << arg.getArgNumber()
-                                 << " has a dynamic shape " << type;
-  }
-  return success();
-}
-
-void KernelBuilder::planStorage() {
-  Block &body = group.getBody().front();
-  auto yield = cast<fmk::YieldOp>(body.getTerminator());
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  const unsigned end = ops.size();
-  auto rootOf = [&](Value v) { return roots.count(v) ? roots.lookup(v) : v; };
-  for (Operation *op : ops)
-    if (auto slice = dyn_cast<fmk::SliceColsOp>(op))
-      roots[slice.getResult()] = rootOf(slice.getInput());
-  // Outputs may alias inputs: no result row is written before the last op
-  // that reads an input row.
-  int lastInputRead = -1;
-  for (auto [i, op] : llvm::enumerate(ops))
-    for (Value v : op->getOperands()) {
-      Value root = rootOf(v);
-      lastUse[root] = i;
-      if (activations.contains(root))
-        lastInputRead = i;
-    }
-  llvm::DenseMap<Value, unsigned> firstYield;
-  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    Value root = rootOf(v);
-    lastUse[root] = end;
-    if (activations.contains(root))
-      lastInputRead = end;
-    firstYield.try_emplace(v, k);
-  }
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    if (isa<fmk::SliceColsOp, fmk::CacheWriteOp>(op) || op->getNumResults() != 1)
-      continue;
-    Value v = op->getResult(0);
-    auto it = firstYield.find(v);
-    if (it != firstYield.end() && int(i) >= lastInputRead)
-      directResult[v] = it->second;
-  }
-}
-
 Value KernelBuilder::workgroupAlloc(int64_t floats) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(allocPoint);
   workgroupFloats += floats;
-  auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(),
-                              storage(ctx, spirv::StorageClass::Workgroup));
-  return memref::AllocOp::create(b, loc, type);
+  return abi.workgroupBuffer(b, loc, fn, floats);
 }
 
 Value KernelBuilder::reductionBuffer() {
@@ -283,16 +203,9 @@ Value KernelBuilder::reductionBuffer() {
 }
 
 RowRef KernelBuilder::scratch(int64_t width, unsigned opIndex, unsigned busyUntil) {
-  Scratch *best = nullptr;
-  for (Scratch &s : scratchRows)
-    if (s.width >= width && s.busyUntil < opIndex && (!best || s.width < best->width))
-      best = &s;
-  if (!best) {
-    scratchRows.push_back({workgroupAlloc(width), width, 0});
-    best = &scratchRows.back();
-  }
-  best->busyUntil = std::max(opIndex, busyUntil);
-  return RowRef{best->mem, Value(), 0};
+  Value mem = scratchRows.get(width, opIndex, busyUntil,
+                              [&](int64_t w) { return workgroupAlloc(w); });
+  return RowRef{mem, Value(), 0};
 }
 
 std::pair<Value, Value> KernelBuilder::ropeCosSin(Value i, double theta, int64_t headDim) {
@@ -321,25 +234,23 @@ std::pair<Value, Value> KernelBuilder::ropeCosSin(Value i, double theta, int64_t
 }
 
 FailureOr<target::EntryPoint> KernelBuilder::build() {
-  if (failed(classifyArguments()))
+  FailureOr<target::GroupPlan> analyzed = target::GroupPlan::analyze(group);
+  if (failed(analyzed))
     return failure();
-  planStorage();
+  plan = std::move(*analyzed);
   Block &body = group.getBody().front();
   const std::vector<GroupArg> abi = target::groupAbi(group);
   SmallVector<fmk::CacheWriteOp> cacheWrites;
   body.walk([&](fmk::CacheWriteOp op) { cacheWrites.push_back(op); });
 
-  // The signature: a storage buffer per argument, then the push constants.
-  auto sb = storage(ctx, spirv::StorageClass::StorageBuffer);
+  // The signature: a buffer per argument, then the push words.
   SmallVector<Type> argTypes;
   target::EntryPoint entry;
   entry.name = target::entrySymbol(group);
   entry.workgroupSize = {uint32_t(kWorkgroupSize), 1, 1};
   for (const GroupArg &arg : abi) {
     const bool i8 = arg.kind == GroupArg::Cache && cacheWrites[arg.index].getScale();
-    argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
-                                       i8 ? Type(b.getI8Type()) : Type(b.getF32Type()),
-                                       AffineMap(), sb));
+    argTypes.push_back(this->abi.bufferType(i8 ? Type(b.getI8Type()) : Type(b.getF32Type())));
     target::Binding binding;
     binding.set = 0;
     binding.binding = uint32_t(entry.bindings.size());
@@ -347,25 +258,24 @@ FailureOr<target::EntryPoint> KernelBuilder::build() {
                                                  : target::Binding::Access::Write;
     entry.bindings.push_back(binding);
   }
-  const int64_t numPush = 2 + int64_t(abi.size());
-  if (numPush * 4 > 128)
+  const bool offsets = this->abi.offsetsInPushWords();
+  const int64_t numPush = 2 + (offsets ? int64_t(abi.size()) : 0);
+  if (numPush * 4 > this->abi.maxPushBytes())
     return group.emitOpError() << "has " << abi.size()
-                               << " arguments: their offsets, rows and pos exceed the 128 "
-                                  "bytes of push constants every device has";
-  argTypes.push_back(MemRefType::get({numPush}, b.getI32Type(), AffineMap(),
-                                     storage(ctx, spirv::StorageClass::PushConstant)));
+                               << " arguments: their offsets, rows and pos exceed the "
+                               << this->abi.maxPushBytes()
+                               << " bytes of push constants every device has";
+  for (Type t : this->abi.pushArgTypes(ctx, numPush))
+    argTypes.push_back(t);
   entry.pushConstants.push_back({"rows", 0, 4});
   entry.pushConstants.push_back({"pos", 4, 4});
-  for (size_t i = 0; i < abi.size(); ++i)
-    entry.pushConstants.push_back({"offset." + std::to_string(i), uint32_t(8 + 4 * i), 4});
+  if (offsets)
+    for (size_t i = 0; i < abi.size(); ++i)
+      entry.pushConstants.push_back({"offset." + std::to_string(i), uint32_t(8 + 4 * i), 4});
 
-  auto fn = gpu::GPUFuncOp::create(b, loc, entry.name, b.getFunctionType(argTypes, {}));
+  fn = gpu::GPUFuncOp::create(b, loc, entry.name, b.getFunctionType(argTypes, {}));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(spirv::getEntryPointABIAttrName(),
-              spirv::getEntryPointABIAttr(ctx, {int32_t(kWorkgroupSize), 1, 1}));
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    fn.setArgAttr(i, spirv::getInterfaceVarABIAttrName(),
-                  spirv::getInterfaceVarABIAttr(0, i, std::nullopt, ctx));
+  this->abi.decorate(fn, argTypes.size());
 
   OpBuilder::InsertionGuard guard(b);
   Block &entryBlock = fn.getBody().front();
@@ -376,19 +286,20 @@ FailureOr<target::EntryPoint> KernelBuilder::build() {
   allocPoint = arith::ConstantIndexOp::create(b, loc, 0);
   row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value pc = fn.getArgument(abi.size());
+  // A copy: workgroup attributions (NVVM) add block arguments later.
+  SmallVector<Value> pushArgs(fn.getArguments().slice(abi.size(), argTypes.size() - abi.size()));
   auto pushWord = [&](int64_t i) -> Value {
-    Value v = memref::LoadOp::create(b, loc, pc, ValueRange{idx(i)});
+    Value v = this->abi.pushWord(b, loc, pushArgs, i);
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
   };
   pos = pushWord(1);
   for (auto [n, arg] : llvm::enumerate(abi)) {
     Value mem = fn.getArgument(n);
-    Value off = pushWord(2 + int64_t(n));
+    Value off = offsets ? pushWord(2 + int64_t(n)) : idx(0);
     switch (arg.kind) {
     case GroupArg::Input: {
       BlockArgument in = body.getArgument(arg.index);
-      if (activations.contains(in))
+      if (plan.activations.contains(in))
         rows[in] = RowRef{mem, addi(off, muli(row, idx(widthOf(in)))), 0};
       else
         weights[in] = RowRef{mem, off, 0};
@@ -405,14 +316,14 @@ FailureOr<target::EntryPoint> KernelBuilder::build() {
     }
   }
 
-  for (auto [i, op] : llvm::enumerate(ops))
+  for (auto [i, op] : llvm::enumerate(plan.ops))
     if (failed(emit(op, i)))
       return failure();
 
   auto yield = cast<fmk::YieldOp>(body.getTerminator());
   for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    auto it = directResult.find(v);
-    if (it != directResult.end() && it->second == k)
+    auto it = plan.directResult.find(v);
+    if (it != plan.directResult.end() && it->second == k)
       continue;
     if (!rows.count(v))
       return group.emitOpError() << "yields result #" << k << " that is not an activation";
@@ -429,10 +340,10 @@ FailureOr<target::EntryPoint> KernelBuilder::build() {
 
 LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
   auto out = [&](Value v) -> RowRef {
-    auto it = directResult.find(v);
-    if (it != directResult.end())
+    auto it = plan.directResult.find(v);
+    if (it != plan.directResult.end())
       return resultRows[it->second];
-    return scratch(widthOf(v), opIndex, lastUse.lookup(v));
+    return scratch(widthOf(v), opIndex, plan.lastUse.lookup(v));
   };
   auto rowOf = [&](Value v) -> FailureOr<RowRef> {
     auto it = rows.find(v);
@@ -589,7 +500,7 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
         if (failed(x))
           return failure();
         unsigned n = 0;
-        for (Operation *other : ops) {
+        for (Operation *other : plan.ops) {
           if (other == op)
             break;
           n += isa<fmk::CacheWriteOp>(other);
@@ -622,40 +533,16 @@ LogicalResult KernelBuilder::emit(Operation *op, unsigned opIndex) {
 
 } // namespace
 
-SpirvProfile vulkanProfile() {
-  return {"vulkan",
-          {"Shader", "Int8", "StorageBuffer8BitAccess", "StorageBuffer16BitAccess"},
-          {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage",
-           "SPV_KHR_16bit_storage"}};
-}
-
-SpirvProfile metalProfile() {
-  // SPIRV-Cross reads the same module; MSL has 8/16-bit types natively.
-  SpirvProfile p = vulkanProfile();
-  p.name = "metal";
-  return p;
-}
-
-OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp module, const SpirvProfile &profile,
+OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp module, const KernelAbi &abi,
                                       std::vector<target::EntryPoint> *entries) {
   MLIRContext *ctx = module.getContext();
-  ctx->loadDialect<gpu::GPUDialect, spirv::SPIRVDialect, scf::SCFDialect,
-                   arith::ArithDialect, math::MathDialect, memref::MemRefDialect>();
-  std::string caps, exts;
-  for (const std::string &c : profile.capabilities)
-    caps += (caps.empty() ? "" : ", ") + c;
-  for (const std::string &e : profile.extensions)
-    exts += (exts.empty() ? "" : ", ") + e;
-  Attribute env = parseAttribute("#spirv.target_env<#spirv.vce<v1.3, [" + caps + "], [" +
-                                     exts + "]>, api=Vulkan, #spirv.resource_limits<>>",
-                                 ctx);
-  if (!env) {
-    module.emitError() << "invalid SPIR-V profile '" << profile.name << "'";
-    return nullptr;
-  }
+  ctx->loadDialect<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect,
+                   math::MathDialect, memref::MemRefDialect>();
+  abi.loadDialects(ctx);
   OwningOpRef<ModuleOp> out = ModuleOp::create(module.getLoc());
   (*out)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
-  (*out)->setAttr(spirv::getTargetEnvAttrName(), env);
+  if (failed(abi.prepareModule(*out)))
+    return nullptr;
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(out->getBody());
   auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fmk_kernels");
@@ -665,7 +552,7 @@ OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp module, const SpirvProfile &profi
   module.walk([&](fmk::GroupOp group) {
     if (failed || !seen.insert(group.getKernel()).second)
       return;
-    auto entry = KernelBuilder(group, b).build();
+    auto entry = KernelBuilder(group, abi, b).build();
     if (mlir::failed(entry)) {
       failed = true;
       return;
@@ -685,4 +572,4 @@ OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp module, const SpirvProfile &profi
   return out;
 }
 
-} // namespace fm::spv
+} // namespace fm::gpugen

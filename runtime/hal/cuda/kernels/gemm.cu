@@ -1,0 +1,141 @@
+// Prefill GEMM on tensor cores: Y[M][N] (+)= X[M][K] · Wᵀ for an nn.Linear
+// weight W [N][K] in a packed qformat.h format, with mma.sync m16n8k16
+// (f16 inputs, f32 accumulation; sm_80 and newer).
+//
+// A block of 256 threads (8 warps, 2 x 4) computes a 64 x 64 tile of Y,
+// stepping K by 32: the threads convert 64 x 32 activations to f16 and
+// dequantize 64 x 32 weights to f16 (qdecode.h: the value is
+// (q - center) * scale (+ min), rounded once to f16) into shared memory,
+// then each warp runs 2 x 2 x 2 mma.sync on its 32 x 16 sub-tile. Rows of
+// X or W past M or N load as zeros and are not stored; K is a multiple of
+// the group (>= 32), so of 32. The fragment layouts are PTX ISA §9.7.13.4.8
+// (m16n8k16, .f16): with g = lane / 4 and t = lane % 4, A's registers hold
+// (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B's (k = 2t..2t+1,
+// n = g), (k = 2t+8.., n = g); C's (g, 2t..2t+1), (g+8, 2t..2t+1).
+#include "common.cuh"
+#include "qdecode.h"
+
+namespace fm_cuda {
+namespace {
+
+constexpr int kBM = 64, kBN = 64, kBK = 32;
+// Shared rows padded by 8 halves: the fragment loads of a warp then hit
+// distinct banks.
+constexpr int kLd = kBK + 8;
+
+__device__ __forceinline__ uint16_t floatToHalfBits(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+__device__ __forceinline__ uint32_t pairAt(const uint16_t *p) {
+  return *reinterpret_cast<const uint32_t *>(p);
+}
+
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BITS, int GROUP, bool AFFINE>
+__device__ void qgemm(const float *__restrict__ x, int64_t xStride,
+                      const uint8_t *__restrict__ w, float *__restrict__ y,
+                      int64_t yStride, int M, int N, int K, int accumulate) {
+  __shared__ uint16_t as[kBM][kLd];
+  __shared__ uint16_t bs[kBN][kLd];
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = gemmWarpRow(warp), wn = gemmWarpCol(warp); // the warp's sub-tile
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t rowBytes = qRowBytes(BITS, GROUP, AFFINE, K);
+  const float center = qCenter(BITS, AFFINE);
+
+  float acc[2][2][4] = {};
+  for (int k0 = 0; k0 < K; k0 += kBK) {
+    // 64 x 32 of each operand: 8 elements per thread, a row's 32 columns
+    // read by 32 consecutive threads.
+#pragma unroll
+    for (int i = 0; i < kBM * kBK / 256; ++i) {
+      const int r = i * 8 + (tid >> 5), c = tid & 31;
+      const int m = m0 + r;
+      as[r][c] = floatToHalfBits(m < M ? __ldg(x + int64_t(m) * xStride + k0 + c) : 0.0f);
+      const int n = n0 + r;
+      float v = 0.0f;
+      if (n < N) {
+        const uint8_t *row = w + int64_t(n) * rowBytes;
+        const float q = float(qQuant(row, BITS, GROUP, k0 + c));
+        v = (q - center) * halfBitsToFloat(qHalfBits(row, BITS, GROUP, K, k0 + c, false));
+        if (AFFINE)
+          v += halfBitsToFloat(qHalfBits(row, BITS, GROUP, K, k0 + c, true));
+      }
+      bs[r][c] = floatToHalfBits(v);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      uint32_t a[2][4], b[2][2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = wm + 16 * i + g;
+        a[i][0] = pairAt(&as[r][kk + 2 * t]);
+        a[i][1] = pairAt(&as[r + 8][kk + 2 * t]);
+        a[i][2] = pairAt(&as[r][kk + 2 * t + 8]);
+        a[i][3] = pairAt(&as[r + 8][kk + 2 * t + 8]);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = wn + 8 * j + g;
+        b[j][0] = pairAt(&bs[n][kk + 2 * t]);
+        b[j][1] = pairAt(&bs[n][kk + 2 * t + 8]);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          mma16816(acc[i][j], a[i], b[j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int r, c;
+        gemmAccumulatorAt(lane, i, j, e, &r, &c);
+        const int m = m0 + wm + r, n = n0 + wn + c;
+        if (m < M && n < N) {
+          float *out = y + int64_t(m) * yStride + n;
+          *out = accumulate ? *out + acc[i][j][e] : acc[i][j][e];
+        }
+      }
+}
+
+} // namespace
+} // namespace fm_cuda
+
+// fm_qgemm_mma_q<bits>g<group><b|a>: grid (ceil(N / 64), ceil(M / 64)),
+// 256 threads.
+#define FM_QGEMM(BITS, GROUP, AFFINE, SUFFIX)                                      \
+  extern "C" __global__ void __launch_bounds__(256)                                \
+      fm_qgemm_mma_q##BITS##g##GROUP##SUFFIX(                                      \
+          const float *x, int64_t xStride, const uint8_t *w, float *y,             \
+          int64_t yStride, int M, int N, int K, int accumulate) {                  \
+    fm_cuda::qgemm<BITS, GROUP, AFFINE>(x, xStride, w, y, yStride, M, N, K,        \
+                                        accumulate);                               \
+  }
+#define FM_QGEMM_GROUPS(BITS, AFFINE, SUFFIX)                                      \
+  FM_QGEMM(BITS, 32, AFFINE, SUFFIX)                                               \
+  FM_QGEMM(BITS, 64, AFFINE, SUFFIX)                                               \
+  FM_QGEMM(BITS, 128, AFFINE, SUFFIX)
+FM_QGEMM_GROUPS(2, false, b)
+FM_QGEMM_GROUPS(2, true, a)
+FM_QGEMM_GROUPS(4, false, b)
+FM_QGEMM_GROUPS(4, true, a)
+FM_QGEMM_GROUPS(8, false, b)
+FM_QGEMM_GROUPS(8, true, a)

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Every GPU check of the CUDA target and device in one prepared script, for a
+# session that is lent a GPU (the device tool: a bare CUDA image with no MLIR,
+# no package registry, at most 64 MiB carried per call).
+#
+#   scripts/check-cuda.sh --prepare BUILD OUT   (here, after a full build of
+#       fmc, fm-run and fm_cuda_test in BUILD): the bundle of
+#       scripts/gpu-check.sh (fm_cuda_test with its libraries and loader, the
+#       runtime's PTX), fm-run with its libraries, and per e2e case a small
+#       artifact compiled `--target cpu,cuda` (generated kernels as PTX
+#       beside the CPU's), the numpy reference's logits
+#       (test/reference/fm_reference.py) and the CPU device's logits of the
+#       same artifact. A few MiB.
+#   scripts/check-cuda.sh OUT                   (on the GPU machine): the
+#       checks of gpu-check.sh (nvidia-smi, ptxas on the runtime's PTX, the
+#       Gpu.* kernel tests against the CPU reference kernels, the matvec
+#       bandwidth beside a device-to-device copy), then per case `fm-run
+#       --device cuda --score` against the numpy logits (f32 cases) and the
+#       CPU device's (every case), then greedy decode tokens/s on cuda and on
+#       the CPU beside it; one summary. Exit status 0 when everything passed.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+TOKENS=1,17,42,5,9,100,3,4,5,6,7,8,9,10,11,2,30
+# name | family | fmc compile flags | rtol vs numpy ("" = none) | rtol vs cpu
+# (afm7 tiny is 51 MiB at f32: f16 and low-bit keep the bundle under 64 MiB.)
+CASES="llama|llama|--max-prefill 8|1e-3|1e-4
+afm7-f16|afm7|--max-prefill 8 --quant f16|1e-2|1e-4
+afm7-w4kv8|afm7|--max-prefill 8 --quant w4 --kv-bits 8||2e-2
+afm7-w2|afm7|--max-prefill 8 --quant w2 --group 32||2e-2"
+
+bundle_binary() { # BIN OUT: the binary and every library it loads into OUT/lib
+  cp "$1" "$2/"
+  ldd "$1" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
+    while read -r lib; do cp -L "$lib" "$2/lib/"; done
+}
+
+if [ "${1:-}" = "--prepare" ]; then
+  BUILD=$(cd "$2" && pwd); OUT=$3
+  for t in fmc fm-run fm_cuda_test; do
+    [ -x "$BUILD/bin/$t" ] || { echo "check-cuda: no $BUILD/bin/$t (ninja $t)"; exit 1; }
+  done
+  "$HERE/gpu-check.sh" --prepare "$BUILD" "$OUT" > /dev/null || exit 1
+  bundle_binary "$BUILD/bin/fm-run" "$OUT"
+  cp "$HERE/gpu-check.sh" "$OUT/"
+  mkdir -p "$OUT/cases" "$OUT/.work"
+  echo "$CASES" > "$OUT/cases/list"
+  echo "$CASES" | while IFS='|' read -r name family flags _ _; do
+    ckpt="$OUT/.work/$family"
+    [ -d "$ckpt" ] || /usr/bin/python3 "$ROOT/examples/gen_checkpoint.py" --family "$family" \
+      --preset tiny --out "$ckpt" > /dev/null || exit 1
+    # shellcheck disable=SC2086
+    "$BUILD/bin/fmc" compile "$ckpt" -o "$OUT/cases/$name.fmb" --target cpu,cuda $flags \
+      > "$OUT/cases/$name.compile.txt" 2>&1 || { cat "$OUT/cases/$name.compile.txt"; exit 1; }
+    /usr/bin/python3 "$ROOT/test/reference/fm_reference.py" "$ckpt" --tokens "$TOKENS" \
+      --out "$OUT/cases/$name.numpy.npy" || exit 1
+    "$BUILD/bin/fm-run" "$OUT/cases/$name.fmb" --device cpu --tokens "$TOKENS" --score \
+      --logits-out "$OUT/cases/$name.cpu.npy" > /dev/null || exit 1
+  done || exit 1
+  rm -rf "$OUT/.work"
+  du -sh "$OUT"
+  exit 0
+fi
+
+OUT=$(cd "${1:?usage: check-cuda.sh --prepare BUILD OUT | check-cuda.sh OUT}" && pwd)
+status=0
+"$OUT/gpu-check.sh" "$OUT" 2>&1 | tee "$OUT/gpu-check.log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+loader=$(ls "$OUT"/lib/ld-linux-x86-64.so.2 2>/dev/null || ls "$OUT"/lib/ld-linux*.so* | head -1)
+libpath="$OUT/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/local/cuda/compat"
+fm_run() { "$loader" --library-path "$libpath" "$OUT/fm-run" "$@"; }
+
+# max |got - want| <= rtol * max |want| and the same argmax per position.
+compare() { # GOT WANT RTOL
+  python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+import numpy as np
+got, want, rtol = np.load(sys.argv[1]), np.load(sys.argv[2]), float(sys.argv[3])
+if got.shape != want.shape:
+    print("shape %s vs %s FAIL" % (got.shape, want.shape)); sys.exit(1)
+d = float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-30)
+same = float(np.mean(np.argmax(got, -1) == np.argmax(want, -1)))
+ok = np.isfinite(got).all() and d <= rtol and same == 1.0
+print("rel %.2e (rtol %s), argmax %.0f%% %s" % (d, sys.argv[3], 100 * same, "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+EOF
+}
+
+echo "== e2e: fm-run --device cuda --score against numpy and the CPU device"
+summary=""
+while IFS='|' read -r name _ _ rtolNumpy rtolCpu; do
+  fmb="$OUT/cases/$name.fmb"
+  if ! fm_run "$fmb" --device cuda --tokens "$TOKENS" --score \
+      --logits-out "$OUT/cases/$name.cuda.npy" > "$OUT/cases/$name.cuda.txt" 2>&1; then
+    echo "$name: fm-run --device cuda failed:"; cat "$OUT/cases/$name.cuda.txt"
+    status=1; summary+="e2e $name: FAIL (fm-run)"$'\n'; continue
+  fi
+  line="e2e $name:"
+  if [ -n "$rtolNumpy" ]; then
+    r=$(compare "$OUT/cases/$name.cuda.npy" "$OUT/cases/$name.numpy.npy" "$rtolNumpy") || status=1
+    line+=" vs numpy $r;"
+  fi
+  r=$(compare "$OUT/cases/$name.cuda.npy" "$OUT/cases/$name.cpu.npy" "$rtolCpu") || status=1
+  line+=" vs cpu $r"
+  echo "$line"; summary+="$line"$'\n'
+done < "$OUT/cases/list"
+
+echo "== decode: greedy tokens/s, cuda beside the CPU (same artifact, same run)"
+for name in afm7-f16 afm7-w4kv8; do
+  for dev in cuda cpu; do
+    fm_run "$OUT/cases/$name.fmb" --device "$dev" --tokens "$TOKENS" --max-new-tokens 64 \
+      --stats > "$OUT/cases/$name.$dev.stats" 2>&1 || status=1
+    tps=$(grep -Eo '"decode_tokens_per_s": [0-9.]+' "$OUT/cases/$name.$dev.stats" |
+      grep -Eo '[0-9.]+$')
+    line="decode $name on $dev: ${tps:-no stats (see cases/$name.$dev.stats)} tokens/s"
+    echo "$line"; summary+="$line"$'\n'
+  done
+done
+
+echo "== check-cuda summary"
+grep -E '^(ptxas|tests|gpu-check):' "$OUT/gpu-check.log"
+grep -E 'GB/s' "$OUT/gpu-check.log" | tail -20
+printf '%s' "$summary"
+echo "check-cuda: status $status"
+exit $status
