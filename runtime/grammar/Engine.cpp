@@ -84,6 +84,11 @@ void Engine::push(int32_t pos, int32_t parent) {
 
 void Engine::run(StackSet &out) {
   runWork(out);
+  if (out.tops.size() > kMaxLiveStacks) {
+    out.clear();
+    out.overflow = true;
+    return;
+  }
   if (out.escaped)
     for (int k = 0; k < 4; ++k)
       out.escapeFollow.w[k] |= follow_.w[k];

@@ -46,12 +46,15 @@ struct StackSet {
   std::vector<int32_t> tops;
   bool accepting = false;
   bool escaped = false;
+  /// More than Engine::kMaxLiveStacks stacks were live: an ambiguous grammar whose parses grow
+  /// without bound (e.g. `a ::= . a | . b`). The set is then dead, never silently truncated.
+  bool overflow = false;
   /// When escaped: the bytes that can follow in any context (FOLLOW of the rules that ended).
   ByteSet escapeFollow;
   bool alive() const { return !tops.empty() || accepting || escaped; }
   void clear() {
     tops.clear();
-    accepting = escaped = false;
+    accepting = escaped = overflow = false;
     escapeFollow = ByteSet{};
   }
 };
@@ -59,6 +62,11 @@ struct StackSet {
 /// Steps stack sets over one grammar, creating frames in an arena it is given.
 class Engine {
 public:
+  /// Live stacks a step may leave. Schema- and GBNF-derived grammars stay far below (tens);
+  /// the cap bounds a step's work and the arena's growth for a grammar that is exponentially
+  /// ambiguous, which would otherwise hang the matcher (found by fuzz.grammar_gbnf).
+  static constexpr size_t kMaxLiveStacks = 4096;
+
   Engine(const CompiledGrammar &g, StackArena &arena) : g_(g), arena_(arena) {}
 
   /// The state before any byte.

@@ -109,6 +109,8 @@ public:
       return 0;
     for (size_t i = 0; i < bytes.size(); ++i) {
       engine_.step(cur_, uint8_t(bytes[i]), next_);
+      if (next_.overflow)
+        overflowed_ = true;
       if (!next_.alive())
         return i;
       std::swap(cur_, next_);
@@ -217,6 +219,9 @@ public:
   }
 
   std::string describeExpected() const {
+    if (overflowed_)
+      return "nothing more: the grammar is too ambiguous here (more than " +
+             std::to_string(Engine::kMaxLiveStacks) + " parses are live at once)";
     ByteSet next = engine_.nextBytes(cur_);
     std::string out;
     int ranges = 0;
@@ -263,6 +268,8 @@ private:
   StackSet cur_, next_, parentState_, scratchA_, scratchB_;
   TrieWalker walker_;
   bool finished_ = false;
+  bool overflowed_ = false; // acceptBytes stopped at the live-stack cap
+
 };
 
 } // namespace grammar

@@ -39,6 +39,22 @@ TEST(Gbnf, EscapesClassesAnyAndRepetition) {
   EXPECT_FALSE(full(*g, "A\u00e9\txyzw!\u4e2d"));
 }
 
+// An exponentially ambiguous grammar (found by fuzz.grammar_gbnf: a 130-byte text ran the
+// matcher for minutes) stops at the live-stack cap with a reason, instead of hanging.
+TEST(Gbnf, ExponentialAmbiguityStopsWithAReason) {
+  const char *text = "root ::= (expr \"=\" ws term \"\\n\")+\n"
+                     "expr ::=.term ([-string+*/] term)*\n"
+                     "term ::= [a-z]+ | [0-9]+ | \"(\" |  expr \")\"\n"
+                     "ws ::= [ \\t]*\n";
+  auto g = Grammar::fromGbnf(text);
+  ASSERT_TRUE(g) << g.message();
+  GrammarMatcher m(*g);
+  std::string input(text);
+  size_t consumed = m.acceptBytes(input);
+  EXPECT_LT(consumed, input.size());
+  EXPECT_NE(m.describeExpected().find("too ambiguous"), std::string::npos) << m.describeExpected();
+}
+
 TEST(Gbnf, ErrorsNameLineAndColumn) {
   struct Case {
     const char *text, *message;
