@@ -67,8 +67,8 @@ struct BoundRange {
 };
 
 /// The binding of bytes [offset, offset + bytes) of `buffer`, read as
-/// elements of `elemSize` bytes; an error (naming `what`) when the range is
-/// outside the buffer or misaligned. (Metal has no per-binding range limit
+/// elements of `elemSize` bytes; an error (naming `what`) when it starts
+/// outside the buffer or is misaligned. (Metal has no per-binding range limit
 /// like Vulkan's maxStorageBufferRange: a binding reaches the buffer's end.)
 Expected<BoundRange> bindRange(const MetalBuffer &buffer, uint64_t offset, uint64_t bytes,
                                uint32_t elemSize, const std::string &what);
