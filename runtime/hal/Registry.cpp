@@ -10,6 +10,9 @@
 #ifdef FM_HAL_CUDA
 #include "hal/cuda/CudaDevice.h"
 #endif
+#if defined(FM_HAVE_METAL)
+#include "hal/metal/MetalProbe.h"
+#endif
 
 namespace fm::hal {
 namespace {
@@ -59,6 +62,23 @@ Expected<std::unique_ptr<Device>> openVulkan() {
 #define FM_VULKAN_KIND {"vulkan", nullptr, nullptr}
 #endif
 
+#if defined(FM_HAVE_METAL)
+// Apple platforms only (runtime/hal/metal, unverified: never built by the
+// project). Every Metal device is a hardware GPU.
+DeviceInfo probeMetal() {
+  const mtl::MetalProbe probe = mtl::probeMetal();
+  DeviceInfo info;
+  info.name = "metal";
+  info.builtIn = true;
+  info.present = info.hardware = probe.found;
+  info.description = probe.found ? "metal (" + probe.description + ")" : probe.description;
+  return info;
+}
+#define FM_METAL_KIND {"metal", probeMetal, mtl::openMetalDevice}
+#else
+#define FM_METAL_KIND {"metal", nullptr, nullptr}
+#endif
+
 #ifdef FM_HAL_CUDA
 Expected<std::unique_ptr<Device>> openCuda() {
   auto d = cuda::CudaDevice::open(0);
@@ -75,7 +95,7 @@ const Kind kKinds[] = {
 #else
     {"cuda", nullptr, nullptr},
 #endif
-    {"metal", nullptr, nullptr},
+    FM_METAL_KIND,
     FM_VULKAN_KIND,
     {"cpu", probeCpu, openCpu},
 };
