@@ -105,7 +105,10 @@ target_sources(fm_hal PRIVATE ${_embedded} ${_sources})
 add_custom_target(fm_metal_shaders DEPENDS ${_embedded})
 add_dependencies(fm_hal fm_metal_shaders)
 # ARC for the Objective-C++ files (Metal objects are released with the C++
-# objects that hold them).
-set_source_files_properties(${_sources} PROPERTIES COMPILE_OPTIONS "-fobjc-arc")
+# objects that hold them), and C++17 for them as for the C++ files. On the
+# target rather than the sources, so that copies of fm_hal made in other
+# folders (test/fuzz's instrumented variant) keep them.
+target_compile_options(fm_hal PRIVATE $<$<COMPILE_LANGUAGE:OBJCXX>:-fobjc-arc>)
+set_target_properties(fm_hal PROPERTIES OBJCXX_STANDARD 17 OBJCXX_STANDARD_REQUIRED ON)
 target_link_libraries(fm_hal PUBLIC "-framework Metal" "-framework Foundation")
 target_compile_definitions(fm_hal PUBLIC FM_HAVE_METAL=1)

@@ -49,7 +49,8 @@ public:
   static constexpr uint64_t kOffsetAlignment = 16;
 
   /// Compiles one MSL translation unit (MSL 2.3) and makes a pipeline of
-  /// its kernel `entry`, with function constants `constants` (nil: none).
+  /// its kernel `entry`, with function constants `constants` (nil: none
+  /// set, every constant at its default).
   /// Errors name `what`.
   Expected<CompiledKernel>
   compile(const std::string &source, const std::string &entry,

@@ -49,18 +49,18 @@ MetalContext::compile(const std::string &source, const std::string &entry,
                                                      error:&error];
     if (!library)
       return nsError(error, "compiling the MSL of " + what);
-    id<MTLFunction> function = nil;
-    if (constants) {
-      function = [library newFunctionWithName:toNs(entry)
-                               constantValues:constants
-                                        error:&error];
-      if (!function)
-        return nsError(error, "specializing kernel '" + entry + "' of " + what);
-    } else {
-      function = [library newFunctionWithName:toNs(entry)];
-      if (!function)
-        return Status::error("metal: " + what + " has no kernel function '" + entry + "'");
-    }
+    // Always through constantValues (empty when none are given): a function
+    // that declares function constants (glslc's specialization constants,
+    // present in every variant of the kernels that include common.glsl)
+    // is specialized there; the undefined ones take their defaults
+    // (SPIRV-Cross's is_function_constant_defined).
+    if (!constants)
+      constants = [[MTLFunctionConstantValues alloc] init];
+    id<MTLFunction> function = [library newFunctionWithName:toNs(entry)
+                                             constantValues:constants
+                                                      error:&error];
+    if (!function)
+      return nsError(error, "kernel function '" + entry + "' of " + what);
     id<MTLComputePipelineState> state =
         [device_ newComputePipelineStateWithFunction:function error:&error];
     if (!state)
