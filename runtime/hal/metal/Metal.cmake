@@ -112,3 +112,14 @@ target_compile_options(fm_hal PRIVATE $<$<COMPILE_LANGUAGE:OBJCXX>:-fobjc-arc>)
 set_target_properties(fm_hal PROPERTIES OBJCXX_STANDARD 17 OBJCXX_STANDARD_REQUIRED ON)
 target_link_libraries(fm_hal PUBLIC "-framework Metal" "-framework Foundation")
 target_compile_definitions(fm_hal PUBLIC FM_HAVE_METAL=1)
+
+# The kernels on the Metal device against the CPU device (test/unit/metal,
+# ported from the Vulkan test). Never built by the project (no Mac).
+if(FM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  add_executable(fm_metal_test ${CMAKE_SOURCE_DIR}/test/unit/metal/metal_kernels_test.mm)
+  target_link_libraries(fm_metal_test PRIVATE fm_hal GTest::gtest_main)
+  target_compile_options(fm_metal_test PRIVATE -fobjc-arc -O2 -Wall -Wextra)
+  set_target_properties(fm_metal_test PROPERTIES OBJCXX_STANDARD 17 OBJCXX_STANDARD_REQUIRED ON)
+  add_test(NAME runtime.metal COMMAND fm_metal_test)
+endif()

@@ -1,0 +1,660 @@
+// Every Metal kernel on the system default Metal device against the CPU
+// device's kernels, from one description applied to both devices: matmul in
+// every weight format of kernels/qformat.h (with LoRA side paths), the
+// embedding gather, attention over f32 and int8 caches, MoE (routing,
+// experts, shared expert), row copies, the AllReduce hook and the GPU
+// timestamps. Odd shapes throughout. The CPU runs with f32 activations, as
+// the GPU kernels do. Ported from test/unit/vulkan/vulkan_kernels_test.cpp
+// (the Vulkan-only cases dropped: validation layer, binding-range splits,
+// staging). Built and run only on Apple platforms: NEVER COMPILED OR RUN by
+// the project (no Mac); scripts/check-metal.sh --mac runs it.
+#include "hal/cpu/CpuDevice.h"
+#include "hal/metal/MetalDevice.h"
+#include "kernels/quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+namespace fm::hal {
+namespace {
+
+using kernels::QuantFormat;
+using kernels::QuantGrid;
+
+/// One device with the test's weights imported and its activation buffers.
+struct Side {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Buffer> weights;
+  std::vector<std::unique_ptr<Buffer>> buffers;
+
+  Buffer *buffer(const std::vector<float> &init) {
+    auto b = device->allocate(init.size() * 4, MemorySpace::Device);
+    EXPECT_TRUE(b.isOk()) << b.message();
+    EXPECT_TRUE(device->upload(**b, 0, init.data(), init.size() * 4).isOk());
+    buffers.push_back(std::move(*b));
+    return buffers.back().get();
+  }
+  Buffer *bytes(const std::vector<uint8_t> &init) {
+    auto b = device->allocate(init.size(), MemorySpace::Device);
+    EXPECT_TRUE(b.isOk()) << b.message();
+    EXPECT_TRUE(device->upload(**b, 0, init.data(), init.size()).isOk());
+    buffers.push_back(std::move(*b));
+    return buffers.back().get();
+  }
+  std::vector<float> read(const Buffer *b) {
+    std::vector<float> out(b->size() / 4);
+    EXPECT_TRUE(device->download(*b, 0, out.data(), b->size()).isOk());
+    return out;
+  }
+};
+
+/// The weights of a test, packed back to back at 64-byte offsets as in an
+/// artifact's data section.
+struct Blob {
+  std::vector<uint8_t> bytes;
+  struct Entry {
+    uint64_t offset, size;
+    WeightKind kind;
+    QuantFormat format;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Entry> entries;
+
+  size_t add(const std::vector<float> &w, std::vector<int64_t> shape, WeightKind kind,
+             QuantFormat f = {8, 32, QuantGrid::Balanced}) {
+    const int64_t K = shape.back(), N = int64_t(w.size()) / K;
+    std::vector<uint8_t> data;
+    switch (kind) {
+    case WeightKind::F32:
+      data.resize(w.size() * 4);
+      std::memcpy(data.data(), w.data(), data.size());
+      break;
+    case WeightKind::F16:
+      data.resize(w.size() * 2);
+      for (size_t i = 0; i < w.size(); ++i) {
+        const uint16_t h = kernels::floatToHalf(w[i]);
+        std::memcpy(data.data() + 2 * i, &h, 2);
+      }
+      break;
+    case WeightKind::Quant:
+      data.resize(size_t(N) * kernels::packedRowBytes(f, K));
+      kernels::quantizeRows(w.data(), N, K, f, data.data());
+      break;
+    }
+    const uint64_t offset = (bytes.size() + 63) & ~uint64_t(63);
+    bytes.resize(offset + data.size());
+    std::memcpy(bytes.data() + offset, data.data(), data.size());
+    entries.push_back({offset, data.size(), kind, f, std::move(shape)});
+    return entries.size() - 1;
+  }
+  WeightDesc desc(const Side &s, size_t i) const {
+    WeightDesc d;
+    d.buffer = s.weights.get();
+    d.offset = entries[i].offset;
+    d.bytes = entries[i].size;
+    d.kind = entries[i].kind;
+    d.format = entries[i].format;
+    d.shape = entries[i].shape;
+    d.name = "w" + std::to_string(i);
+    return d;
+  }
+};
+
+std::vector<float> randomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+/// max |a - b| <= tol * max |b| (and no NaN anywhere: a NaN fails).
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 double tol, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double maxRef = 0.0, maxErr = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << what << ": NaN at " << i;
+    ASSERT_FALSE(std::isnan(want[i])) << what << ": reference NaN at " << i;
+    maxRef = std::max(maxRef, std::fabs(double(want[i])));
+    const double e = std::fabs(double(got[i]) - double(want[i]));
+    if (e > maxErr) {
+      maxErr = e;
+      worst = i;
+    }
+  }
+  EXPECT_LE(maxErr, tol * std::max(maxRef, 1e-30))
+      << what << ": worst at " << worst << ": " << got[worst] << " vs " << want[worst]
+      << " (max |ref| " << maxRef << ")";
+}
+
+struct MatmulCase {
+  WeightKind kind;
+  QuantFormat format;
+  // Owned: a pointer into a shared list of names dangled once a later call
+  // grew the list (ASan: heap-use-after-free).
+  std::string name;
+};
+
+std::vector<MatmulCase> matmulCases() {
+  std::vector<MatmulCase> cases = {{WeightKind::F32, {8, 32, QuantGrid::Balanced}, "f32"},
+                                   {WeightKind::F16, {8, 32, QuantGrid::Balanced}, "f16"}};
+  for (int bits : {2, 4, 8})
+    for (int group : {32, 64, 128})
+      for (QuantGrid grid : {QuantGrid::Balanced, QuantGrid::Affine})
+        cases.push_back({WeightKind::Quant, {bits, group, grid},
+                         "q" + std::to_string(bits) + "g" + std::to_string(group) +
+                             (grid == QuantGrid::Affine ? "a" : "b")});
+  return cases;
+}
+
+class MetalKernels : public ::testing::Test {
+protected:
+  /// Opens the system default Metal device; the CPU.
+  void SetUp() override {
+    auto m = mtl::MetalDevice::open();
+    ASSERT_TRUE(m.isOk()) << m.message();
+    gpu.device = std::move(*m);
+    cpu.device = std::make_unique<CpuDevice>();
+  }
+
+  void importWeights(const Blob &blob) {
+    for (Side *s : {&gpu, &cpu}) {
+      auto w = s->device->importWeights(blob.bytes.data(), blob.bytes.size());
+      ASSERT_TRUE(w.isOk()) << w.message();
+      s->weights = std::move(*w);
+    }
+  }
+
+  /// Prepares `prepare(side)` on both devices, runs `launch` (after
+  /// `before(side)`, which may reset buffers), and returns the queue of each.
+  void runBoth(const std::function<Expected<std::unique_ptr<Kernel>>(Side &)> &prepare,
+               const Launch &launch, int times = 1) {
+    for (Side *s : {&gpu, &cpu}) {
+      auto k = prepare(*s);
+      ASSERT_TRUE(k.isOk()) << (s == &gpu ? "metal: " : "cpu: ") << k.message();
+      QueueOptions qo;
+      qo.threads = 1;
+      qo.scratchBytes = (*k)->scratchBytes();
+      auto q = s->device->createQueue(qo);
+      ASSERT_TRUE(q.isOk()) << q.message();
+      for (int t = 0; t < times; ++t) {
+        Status st = (*k)->run(**q, launch);
+        ASSERT_TRUE(st.isOk()) << st.message();
+        st = (*q)->flush();
+        ASSERT_TRUE(st.isOk()) << st.message();
+      }
+      if (s == &gpu)
+        lastDeviceMs_ = (*q)->deviceMs();
+    }
+  }
+
+  /// y[:, 3 : 3 + n0 + n1] (+)= x · [w0; w1]ᵀ with x strided, y wider than
+  /// the weights, M rows.
+  void matmulCase(const MatmulCase &c, int64_t M, bool accumulate);
+  /// A q4 matmul of two stacked weights with LoRA adapters (f16 or q8).
+  void loraCase(bool q8, int64_t M);
+  /// Gathers 7 rows (repeats included) of a 61-row table.
+  void embedCase(WeightKind kind, QuantFormat f, const std::string &what);
+  void clearBuffers() {
+    gpu.buffers.clear();
+    cpu.buffers.clear();
+  }
+
+  Side gpu, cpu;
+  double lastDeviceMs_ = -1.0;
+};
+
+Rows rowsOf(Buffer *b, int64_t stride, int64_t width, uint64_t offsetFloats = 0) {
+  return Rows{b, offsetFloats * 4, stride, width};
+}
+
+
+// --- matmul ----------------------------------------------------------------
+
+void MetalKernels::matmulCase(const MatmulCase &c, int64_t M, bool accumulate) {
+  const int64_t K = c.kind == WeightKind::Quant ? 3 * c.format.group : 77;
+  const int64_t n0 = 37, n1 = 6, xStride = K + 5, yStride = n0 + n1 + 9;
+  Blob blob;
+  const size_t w0 = blob.add(randomFloats(n0 * K, 1), {n0, K}, c.kind, c.format);
+  const size_t w1 = blob.add(randomFloats(n1 * K, 2), {n1, K}, c.kind, c.format);
+  importWeights(blob);
+  const std::vector<float> x = randomFloats(M * xStride, 3);
+  const std::vector<float> y0 = randomFloats(M * yStride, 4);
+  Buffer *ys[2];
+  int side = 0;
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        MatmulDesc d;
+        d.x = rowsOf(s.buffer(x), xStride, K);
+        Buffer *y = s.buffer(y0);
+        ys[side++] = y;
+        d.y = rowsOf(y, yStride, n0 + n1, 3);
+        d.k = K;
+        d.n = n0 + n1;
+        d.accumulate = accumulate;
+        d.weights = {blob.desc(s, w0), blob.desc(s, w1)};
+        d.maxRows = M;
+        d.activations = kernels::QActivations::F32;
+        return s.device->prepareMatmul(d);
+      },
+      Launch{M, 0, nullptr});
+  if (HasFatalFailure())
+    return;
+  expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
+              c.name + " M=" + std::to_string(M) +
+                  (accumulate ? " accumulate" : ""));
+}
+
+void MetalKernels::embedCase(WeightKind kind, QuantFormat f, const std::string &what) {
+  const int64_t vocab = 61, width = kind == WeightKind::Quant ? 2 * f.group : 45;
+  Blob blob;
+  const size_t table = blob.add(randomFloats(vocab * width, 9), {vocab, width}, kind, f);
+  importWeights(blob);
+  const std::vector<int32_t> tokens = {0, 60, 17, 17, 3, 59, 31};
+  const int64_t rows = int64_t(tokens.size()), stride = width + 3;
+  Buffer *outs[2];
+  int side = 0;
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        EmbedDesc d;
+        d.table = blob.desc(s, table);
+        Buffer *out = s.buffer(std::vector<float>(rows * stride, -7.0f));
+        outs[side++] = out;
+        d.out = rowsOf(out, stride, width);
+        return s.device->prepareEmbed(d);
+      },
+      Launch{rows, 0, tokens.data()});
+  if (HasFatalFailure())
+    return;
+  expectClose(gpu.read(outs[0]), cpu.read(outs[1]), 1e-7, what);
+}
+
+TEST_F(MetalKernels, MatmulEveryWeightFormat) {
+  for (const MatmulCase &c : matmulCases())
+    for (int64_t M : {1, 13})
+      for (bool acc : {false, true}) {
+        if (M == 13 && acc && c.kind == WeightKind::Quant && c.format.group != 64)
+          continue; // accumulate is format-independent: one group suffices
+        clearBuffers();
+        matmulCase(c, M, acc);
+        if (HasFatalFailure())
+          return;
+      }
+}
+
+
+
+// --- LoRA side path ------------------------------------------------------------
+
+// y[:, 3 : 3 + 96] = x · [w0; w1]ᵀ (q4) + adapters: adapter 1 on both weights
+// (scale 0.75; its f16 A's lie back to back: one down product, its q8 A's
+// do not: two), adapter 2 on w0 only (scale -1.25, another rank: its up
+// adds to the columns adapter 1's wrote). The adapter matrices live in a
+// buffer of their own, as a session's adapter does.
+void MetalKernels::loraCase(bool q8, int64_t M) {
+  const int64_t K = 96, n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + 9;
+  const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
+  Blob base;
+  const size_t w0 = base.add(randomFloats(n0 * K, 21), {n0, K}, WeightKind::Quant, q4);
+  const size_t w1 = base.add(randomFloats(n1 * K, 22), {n1, K}, WeightKind::Quant, q4);
+  importWeights(base);
+  const WeightKind kind = q8 ? WeightKind::Quant : WeightKind::F16;
+  Blob lora;
+  const int64_t r1 = 4, r2 = 3;
+  const size_t a1w0 = lora.add(randomFloats(r1 * K, 23, 0.3f), {r1, K}, kind, f8);
+  const size_t a1w1 = lora.add(randomFloats(r1 * K, 24, 0.3f), {r1, K}, kind, f8);
+  const size_t a2w0 = lora.add(randomFloats(r2 * K, 25, 0.3f), {r2, K}, kind, f8);
+  const size_t b1w0 = lora.add(randomFloats(r1 * n0, 26, 0.3f), {r1, n0}, kind, f8);
+  const size_t b1w1 = lora.add(randomFloats(r1 * n1, 27, 0.3f), {r1, n1}, kind, f8);
+  const size_t b2w0 = lora.add(randomFloats(r2 * n0, 28, 0.3f), {r2, n0}, kind, f8);
+  std::unique_ptr<Buffer> loraBuf[2];
+  for (int i = 0; i < 2; ++i) {
+    Side &s = i == 0 ? gpu : cpu;
+    auto b = s.device->importWeights(lora.bytes.data(), lora.bytes.size());
+    ASSERT_TRUE(b.isOk()) << b.message();
+    loraBuf[i] = std::move(*b);
+  }
+  const std::vector<float> x = randomFloats(M * xStride, 29);
+  const std::vector<float> y0 = randomFloats(M * yStride, 30);
+  Buffer *ys[2];
+  int side = 0;
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        Buffer *adapter = loraBuf[&s == &gpu ? 0 : 1].get();
+        auto term = [&](size_t a, size_t bt, int64_t rank, int64_t col0, int64_t rows,
+                        float scale) {
+          LoraTerm t;
+          t.a = lora.desc(s, a);
+          t.a.buffer = adapter;
+          t.bt = lora.desc(s, bt);
+          t.bt.buffer = adapter;
+          t.rank = rank;
+          t.col0 = col0;
+          t.rows = rows;
+          t.scale = scale;
+          return t;
+        };
+        MatmulDesc d;
+        d.x = rowsOf(s.buffer(x), xStride, K);
+        Buffer *y = s.buffer(y0);
+        ys[side++] = y;
+        d.y = rowsOf(y, yStride, n0 + n1, 3);
+        d.k = K;
+        d.n = n0 + n1;
+        d.weights = {base.desc(s, w0), base.desc(s, w1)};
+        d.maxRows = M;
+        d.activations = kernels::QActivations::F32;
+        d.lora = {term(a1w0, b1w0, r1, 0, n0, 0.75f), term(a2w0, b2w0, r2, 0, n0, -1.25f),
+                  term(a1w1, b1w1, r1, n0, n1, 0.75f)};
+        return s.device->prepareMatmul(d);
+      },
+      Launch{M, 0, nullptr});
+  if (HasFatalFailure())
+    return;
+  expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
+              std::string(q8 ? "q8" : "f16") + " LoRA M=" + std::to_string(M));
+}
+
+TEST_F(MetalKernels, MatmulWithLoraAdapters) {
+  for (bool q8 : {false, true})
+    for (int64_t M : {1, 13}) {
+      clearBuffers();
+      loraCase(q8, M);
+      if (HasFatalFailure())
+        return;
+    }
+}
+
+TEST_F(MetalKernels, LoraOfAnotherFormatIsRefused) {
+  // Adapters store f16 or 8-bit balanced matrices; anything else is named.
+  Blob blob;
+  const size_t w = blob.add(randomFloats(8 * 32, 31), {8, 32}, WeightKind::F32);
+  const size_t a = blob.add(randomFloats(2 * 32, 32), {2, 32}, WeightKind::F32);
+  const size_t b = blob.add(randomFloats(2 * 8, 33), {2, 8}, WeightKind::F16);
+  importWeights(blob);
+  MatmulDesc d;
+  d.x = rowsOf(gpu.buffer(std::vector<float>(32)), 32, 32);
+  d.y = rowsOf(gpu.buffer(std::vector<float>(8)), 8, 8);
+  d.k = 32;
+  d.n = 8;
+  d.weights = {blob.desc(gpu, w)};
+  LoraTerm t;
+  t.a = blob.desc(gpu, a);
+  t.bt = blob.desc(gpu, b);
+  t.rank = 2;
+  t.rows = 8;
+  d.lora = {t};
+  auto k = gpu.device->prepareMatmul(d);
+  ASSERT_FALSE(k.isOk());
+  EXPECT_NE(k.message().find("LoRA A 'w1' is neither f16 nor 8-bit"), std::string::npos)
+      << k.message();
+}
+
+// --- embed -----------------------------------------------------------------
+
+TEST_F(MetalKernels, EmbedEveryWeightFormat) {
+  for (const MatmulCase &c : matmulCases()) {
+    clearBuffers();
+    embedCase(c.kind, c.format, c.name);
+    if (HasFatalFailure())
+      return;
+  }
+}
+
+
+// --- attention ---------------------------------------------------------------
+
+struct AttnCase {
+  int64_t H, KVH, D, window, pos, rows;
+  bool int8;
+};
+
+TEST_F(MetalKernels, AttentionOverTheCache) {
+  const AttnCase cases[] = {
+      {6, 2, 48, 0, 0, 1, false},  {6, 2, 48, 0, 9, 1, false},
+      {6, 2, 48, 0, 3, 5, false},  {4, 4, 130, 0, 70, 3, false},
+      {6, 3, 48, 5, 11, 4, false}, {8, 2, 64, 0, 66, 2, true},
+      {6, 2, 48, 7, 20, 3, true},  {2, 1, 96, 0, 0, 4, true},
+  };
+  Blob blob;
+  blob.add({0.0f}, {1}, WeightKind::F32); // the devices need a weights buffer
+  importWeights(blob);
+  for (const AttnCase &c : cases) {
+    const int64_t capacity = c.pos + c.rows + 3, kvWidth = c.KVH * c.D;
+    const int64_t qStride = c.H * c.D + 4, width = c.H * c.D;
+    const std::vector<float> q = randomFloats(c.rows * qStride, 11);
+    std::vector<float> kf = randomFloats(capacity * kvWidth, 12),
+                       vf = randomFloats(capacity * kvWidth, 13);
+    std::vector<uint8_t> k8(capacity * kvWidth), v8(capacity * kvWidth);
+    std::mt19937 rng(14);
+    for (size_t i = 0; i < k8.size(); ++i) {
+      k8[i] = uint8_t(int8_t(int(rng() % 255) - 127));
+      v8[i] = uint8_t(int8_t(int(rng() % 255) - 127));
+    }
+    Buffer *outs[2];
+    int side = 0;
+    runBoth(
+        [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+          AttentionDesc d;
+          d.q = rowsOf(s.buffer(q), qStride, width);
+          Buffer *out = s.buffer(std::vector<float>(c.rows * width, 0.0f));
+          outs[side++] = out;
+          d.out = rowsOf(out, width, width);
+          // The cache slot: K then V, each [capacity][kvWidth], after a
+          // 48-byte lead (an offset that is not binding-aligned).
+          const uint64_t elem = c.int8 ? 1 : 4, part = capacity * kvWidth * elem;
+          std::vector<uint8_t> cache(48 + 2 * part);
+          std::memcpy(cache.data() + 48, c.int8 ? (void *)k8.data() : (void *)kf.data(), part);
+          std::memcpy(cache.data() + 48 + part, c.int8 ? (void *)v8.data() : (void *)vf.data(),
+                      part);
+          Buffer *kv = s.bytes(cache);
+          d.k = CacheRows{kv, 48, capacity, kvWidth, c.int8};
+          d.v = CacheRows{kv, 48 + part, capacity, kvWidth, c.int8};
+          d.heads = c.H;
+          d.kvHeads = c.KVH;
+          d.headDim = c.D;
+          d.window = c.window;
+          d.scale = 1.0f / std::sqrt(float(c.D));
+          d.kScale = c.int8 ? 0.011f : 1.0f;
+          d.vScale = c.int8 ? 0.013f : 1.0f;
+          d.maxRows = c.rows;
+          return s.device->prepareAttention(d);
+        },
+        Launch{c.rows, c.pos, nullptr});
+    if (HasFatalFailure())
+      return;
+    expectClose(gpu.read(outs[0]), cpu.read(outs[1]), 2e-5,
+                "attention H=" + std::to_string(c.H) + " KVH=" + std::to_string(c.KVH) +
+                    " D=" + std::to_string(c.D) + " window=" + std::to_string(c.window) +
+                    " pos=" + std::to_string(c.pos) + " rows=" + std::to_string(c.rows) +
+                    (c.int8 ? " int8" : ""));
+  }
+}
+
+// --- MoE ---------------------------------------------------------------------
+
+struct MoeCase {
+  WeightKind kind;
+  QuantFormat format;
+  int64_t rows, topK;
+  bool shared, normTopk, accumulate;
+};
+
+TEST_F(MetalKernels, MoeRoutingExpertsAndSharedExpert) {
+  const MoeCase cases[] = {
+      {WeightKind::F32, {8, 32, QuantGrid::Balanced}, 1, 2, false, true, false},
+      {WeightKind::F32, {8, 32, QuantGrid::Balanced}, 11, 2, true, true, true},
+      {WeightKind::F16, {8, 32, QuantGrid::Balanced}, 7, 3, true, false, false},
+      {WeightKind::Quant, {4, 32, QuantGrid::Affine}, 9, 2, true, true, false},
+      {WeightKind::Quant, {2, 64, QuantGrid::Balanced}, 1, 1, false, true, true},
+  };
+  for (const MoeCase &c : cases) {
+    clearBuffers();
+    const int64_t E = 5;
+    const int64_t K = c.kind == WeightKind::Quant ? 2 * c.format.group : 40;
+    const int64_t I = c.kind == WeightKind::Quant ? c.format.group : 24;
+    const int64_t Is = c.kind == WeightKind::Quant ? 2 * c.format.group : 16;
+    Blob blob;
+    // The CPU's f32/f16 MoE takes every weight in one dtype; its packed
+    // path takes any mix (here an f32 router and expert gate).
+    const WeightKind small = c.kind == WeightKind::Quant ? WeightKind::F32 : c.kind;
+    const size_t router = blob.add(randomFloats(E * K, 20, 2.0f), {E, K}, small);
+    std::vector<size_t> gate, up, down;
+    for (int64_t e = 0; e < E; ++e) {
+      gate.push_back(blob.add(randomFloats(I * K, 30 + e), {I, K}, c.kind, c.format));
+      up.push_back(blob.add(randomFloats(I * K, 40 + e), {I, K}, c.kind, c.format));
+      down.push_back(blob.add(randomFloats(K * I, 50 + e), {K, I}, c.kind, c.format));
+    }
+    const size_t sg = blob.add(randomFloats(Is * K, 60), {Is, K}, c.kind, c.format);
+    const size_t su = blob.add(randomFloats(Is * K, 61), {Is, K}, c.kind, c.format);
+    const size_t sd = blob.add(randomFloats(K * Is, 62), {K, Is}, c.kind, c.format);
+    const size_t seg = blob.add(randomFloats(K, 63), {1, K}, small);
+    importWeights(blob);
+    const int64_t xStride = K + 2, yStride = K + 6;
+    const std::vector<float> x = randomFloats(c.rows * xStride, 64);
+    const std::vector<float> y0 = randomFloats(c.rows * yStride, 65);
+    Buffer *ys[2];
+    int side = 0;
+    runBoth(
+        [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+          MoeDesc d;
+          d.x = rowsOf(s.buffer(x), xStride, K);
+          Buffer *y = s.buffer(y0);
+          ys[side++] = y;
+          d.y = rowsOf(y, yStride, K);
+          d.router = blob.desc(s, router);
+          for (int64_t e = 0; e < E; ++e) {
+            d.gate.push_back(blob.desc(s, gate[e]));
+            d.up.push_back(blob.desc(s, up[e]));
+            d.down.push_back(blob.desc(s, down[e]));
+          }
+          d.hasShared = c.shared;
+          if (c.shared) {
+            d.sharedGate = blob.desc(s, sg);
+            d.sharedUp = blob.desc(s, su);
+            d.sharedDown = blob.desc(s, sd);
+            d.sharedExpertGate = blob.desc(s, seg);
+          }
+          d.topK = c.topK;
+          d.normTopk = c.normTopk;
+          d.accumulate = c.accumulate;
+          d.maxRows = c.rows;
+          d.activations = kernels::QActivations::F32;
+          return s.device->prepareMoe(d);
+        },
+        Launch{c.rows, 0, nullptr});
+    if (HasFatalFailure())
+      return;
+    expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
+                std::string("moe rows=") + std::to_string(c.rows) +
+                    " topK=" + std::to_string(c.topK) + (c.shared ? " shared" : ""));
+  }
+}
+
+// --- copies and the AllReduce hook -------------------------------------------
+
+TEST_F(MetalKernels, CopyLastRow) {
+  Blob blob;
+  blob.add({0.0f}, {1}, WeightKind::F32);
+  importWeights(blob);
+  const int64_t width = 70, stride = 75;
+  const std::vector<float> src = randomFloats(6 * stride, 70);
+  Buffer *dsts[2];
+  int side = 0;
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        CopyRowDesc d;
+        d.src = rowsOf(s.buffer(src), stride, width);
+        Buffer *dst = s.buffer(std::vector<float>(width + 2, 5.0f));
+        dsts[side++] = dst;
+        d.dst = rowsOf(dst, width, width, 1);
+        return s.device->prepareCopyRow(d);
+      },
+      Launch{4, 0, nullptr});
+  expectClose(gpu.read(dsts[0]), cpu.read(dsts[1]), 0.0, "copy row");
+}
+
+/// A peer rank that computed exactly what this one did: sums double.
+class TwinRanks final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Status allReduceSum(float *data, int64_t count) override {
+    ++calls;
+    for (int64_t i = 0; i < count; ++i)
+      data[i] *= 2.0f;
+    return Status::ok();
+  }
+  Status broadcast(int32_t *, int64_t, int) override { return Status::ok(); }
+  int calls = 0;
+};
+
+TEST_F(MetalKernels, AllReduceSumsPartialsAndStagesThroughTheHost) {
+  Blob blob;
+  blob.add({0.0f}, {1}, WeightKind::F32);
+  importWeights(blob);
+  const int64_t width = 33, stride = 40, rows = 3;
+  const std::vector<float> a = randomFloats(rows * stride, 80), b = randomFloats(rows * stride, 81),
+                           c = randomFloats(rows * stride, 82);
+  for (bool inPlace : {false, true})
+    for (bool twin : {false, true}) {
+      TwinRanks ranks[2];
+      CollectiveStats stats[2];
+      Buffer *outs[2];
+      int side = 0;
+      runBoth(
+          [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+            AllReduceDesc d;
+            Buffer *out = s.buffer(c);
+            outs[side] = out;
+            d.out = rowsOf(out, stride, width);
+            d.inputs = {rowsOf(s.buffer(a), stride, width), rowsOf(s.buffer(b), stride, width)};
+            if (inPlace)
+              d.inputs.push_back(d.out);
+            d.scale = 0.25f;
+            d.comm = twin ? &ranks[side] : nullptr;
+            d.stats = &stats[side];
+            d.maxRows = rows;
+            ++side;
+            return s.device->prepareAllReduce(d);
+          },
+          Launch{rows, 0, nullptr});
+      if (HasFatalFailure())
+        return;
+      expectClose(gpu.read(outs[0]), cpu.read(outs[1]), 1e-7,
+                  std::string("allreduce") + (inPlace ? " in place" : "") +
+                      (twin ? " two ranks" : ""));
+      EXPECT_EQ(stats[0].allReduces, 1);
+      EXPECT_EQ(ranks[0].calls, twin ? 1 : 0);
+    }
+}
+
+TEST_F(MetalKernels, TimestampsMeasureTheDeviceTime) {
+  Blob blob;
+  const size_t w = blob.add(randomFloats(64 * 256, 90), {64, 256}, WeightKind::F32);
+  importWeights(blob);
+  const std::vector<float> x = randomFloats(256, 91);
+  runBoth(
+      [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
+        MatmulDesc d;
+        d.x = rowsOf(s.buffer(x), 256, 256);
+        d.y = rowsOf(s.buffer(std::vector<float>(64)), 64, 64);
+        d.k = 256;
+        d.n = 64;
+        d.weights = {blob.desc(s, w)};
+        return s.device->prepareMatmul(d);
+      },
+      Launch{1, 0, nullptr}, 3);
+  // GPUStartTime/GPUEndTime of the command buffers: always measured.
+  EXPECT_GT(lastDeviceMs_, 0.0);
+}
+
+} // namespace
+} // namespace fm::hal
