@@ -10,7 +10,8 @@
 # the runtime and the tools with the Metal device (runtime/hal/metal, built
 # only on Apple platforms; needs MLIR 22, glslc and the SPIRV-Cross C API:
 # e.g. `brew install llvm shaderc spirv-cross`, MLIR_DIR/LLVM_DIR pointing at
-# MLIR 22), runs the unit tests (ctest; CTEST_ARGS adds arguments), then
+# MLIR 22), runs the unit tests (ctest, runtime.metal among them: every
+# Metal kernel against the CPU device; CTEST_ARGS adds arguments), then
 # compiles the tiny test models (llama, afm7, pt_moe, and afm7 w2 with an
 # int8 KV cache, the test/e2e fixtures) with --target cpu,metal and checks
 # `fm-run --device metal` against the numpy reference and against the same
