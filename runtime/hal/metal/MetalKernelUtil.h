@@ -5,6 +5,7 @@
 #pragma once
 
 #include "hal/metal/MetalDevice.h"
+#include "hal/gpu/GpuKernelAbi.h"
 #include "kernels/qformat.h"
 
 #include <algorithm>
@@ -15,43 +16,14 @@ namespace fm::hal::mtl {
 
 inline MetalBuffer &mbuf(Buffer *b) { return *static_cast<MetalBuffer *>(b); }
 
-/// How the kernels read a weight of some kind.
-struct WeightBinding {
-  std::string suffix;         // kernel variant: "f32", "f16", "q"
-  uint32_t elemSize = 4;      // bytes per bound element
-  std::vector<uint32_t> spec; // QBITS, QGROUP, QAFFINE (packed only)
-
-  explicit WeightBinding(const WeightDesc &w) {
-    switch (w.kind) {
-    case WeightKind::F32:
-      suffix = "f32";
-      elemSize = 4;
-      break;
-    case WeightKind::F16:
-      suffix = "f16";
-      elemSize = 2;
-      break;
-    case WeightKind::Quant:
-      suffix = "q";
-      elemSize = 1;
-      spec = {uint32_t(w.format.bits), uint32_t(w.format.group),
-              w.format.grid == kernels::QuantGrid::Affine ? 1u : 0u};
-      break;
-    }
-  }
-  /// Elements (bytes when packed) of one row of k inputs.
-  uint32_t rowElems(const WeightDesc &w, int64_t k) const {
-    return w.kind == WeightKind::Quant ? uint32_t(kernels::packedRowBytes(w.format, k))
-                                       : uint32_t(k);
-  }
-  bool sameAs(const WeightBinding &o) const { return suffix == o.suffix && spec == o.spec; }
-};
-
-/// Bytes that `rows` rows of `r` span.
-inline uint64_t rowsBytes(const Rows &r, int64_t rows) {
-  return rows <= 0 ? 0
-                   : uint64_t(rows - 1) * uint64_t(r.stride) * 4 + uint64_t(r.width) * 4;
-}
+// The kernels' binding interface, shared with the other GPU device (hal/gpu/GpuKernelAbi.h).
+using gpu::ceilDiv;
+using gpu::foldTiles;
+using gpu::kMr;
+using gpu::kTeams;
+using gpu::MatmulPush;
+using gpu::rowsBytes;
+using gpu::WeightBinding;
 
 /// The binding of rows [first, first + rows) of `r`.
 inline Expected<BoundRange> bindRows(const Rows &r, int64_t first, int64_t rows,
@@ -59,24 +31,5 @@ inline Expected<BoundRange> bindRows(const Rows &r, int64_t first, int64_t rows,
   return bindRange(mbuf(r.buffer), r.offset + uint64_t(first) * uint64_t(r.stride) * 4,
                    rowsBytes(r, rows), 4, what);
 }
-
-/// The threadgroup grid of `tiles` tiles: x at most 65535, the rest folded
-/// into y, exactly as the Vulkan device folds them (the kernels index with
-/// the push constant tilesX / groupsX).
-inline void foldTiles(uint32_t tiles, uint32_t *x, uint32_t *y) {
-  *x = std::max<uint32_t>(1, std::min<uint32_t>(tiles, 65535));
-  *y = (tiles + *x - 1) / *x;
-}
-
-inline uint32_t ceilDiv(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
-
-/// The team kernels (matmul, MoE): weight rows per threadgroup, activation
-/// rows per threadgroup (shaders/matmul.comp).
-constexpr uint32_t kTeams = 4, kMr = 8;
-
-/// shaders/matmul.comp's push constants.
-struct MatmulPush {
-  uint32_t xOff, xStride, yOff, yStride, wOff, rowElems, K, N, M, tilesX, accumulate;
-};
 
 } // namespace fm::hal::mtl
