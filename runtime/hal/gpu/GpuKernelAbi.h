@@ -70,4 +70,52 @@ struct MatmulPush {
   uint32_t xOff, xStride, yOff, yStride, wOff, rowElems, K, N, M, tilesX, accumulate;
 };
 
+/// shaders/embed*.comp push constants.
+struct EmbedPush {
+  uint32_t rowOff, outOff, width;
+};
+
+/// shaders/attention*.comp push constants.
+struct AttentionPush {
+  uint32_t qOff, qStride, oOff, oStride, kOff, vOff, pos0, H, KVH, D, window;
+  float scale, vScale;
+};
+
+/// the rows kernels (shaders/rows*.comp) push constants.
+struct RowsPush {
+  uint32_t xOff, xStride, yOff, yStride, width;
+  float alpha, beta;
+};
+
+/// shaders/moe_route.comp push constants.
+struct MoeRoutePush {
+  uint32_t M, E, topK, normTopk;
+};
+
+/// shaders/moe_plan.comp push constants.
+struct MoePlanPush {
+  uint32_t slots, E, upTiles, downTiles, mr;
+};
+
+/// the MoE experts' up projection push constants.
+struct MoeUpPush {
+  uint32_t xOff, xStride, gateOff, upOff, rowElems, K, I, expert, topK, sharedExpert, M;
+};
+
+/// the MoE experts' down projection push constants.
+struct MoeDownPush {
+  uint32_t downOff, rowElems, I, K, expert, topK, sharedExpert, M;
+};
+
+/// shaders/moe_combine.comp push constants.
+struct MoeCombinePush {
+  uint32_t yOff, yStride, K, topK, M, accumulate, sharedExpert;
+};
+
+/// shaders/lora_up.comp (y += s·t·Bᵀ) push constants.
+struct LoraUpPush {
+  uint32_t tOff, tStride, tCol, yOff, yStride, bOff, rowElems, R, N, M, groupsX;
+  float scale;
+};
+
 } // namespace fm::hal::gpu

@@ -20,9 +20,7 @@ MetalQueue &mq(Queue &q) { return static_cast<MetalQueue &>(q); }
 
 // --- embed -----------------------------------------------------------------
 
-struct EmbedPush {
-  uint32_t rowOff, outOff, width;
-};
+using EmbedPush = gpu::EmbedPush;
 
 /// One dispatch per token (shaders/embed.comp): the table and the output
 /// bound once, the row's element offsets in the push constants.
@@ -172,10 +170,7 @@ private:
 
 // --- attention -------------------------------------------------------------
 
-struct AttentionPush {
-  uint32_t qOff, qStride, oOff, oStride, kOff, vOff, pos0, H, KVH, D, window;
-  float scale, vScale;
-};
+using AttentionPush = gpu::AttentionPush;
 
 class AttentionKernel final : public Kernel {
 public:
@@ -234,10 +229,7 @@ private:
 
 // --- rows: copies, sums, scales ----------------------------------------------
 
-struct RowsPush {
-  uint32_t xOff, xStride, yOff, yStride, width;
-  float alpha, beta;
-};
+using RowsPush = gpu::RowsPush;
 
 /// y = alpha · y + beta · x over a launch's rows (shaders/rows.comp).
 struct RowsOp {

@@ -12,21 +12,11 @@
 namespace fm::hal::mtl {
 namespace {
 
-struct RoutePush {
-  uint32_t M, E, topK, normTopk;
-};
-struct PlanPush {
-  uint32_t slots, E, upTiles, downTiles, mr;
-};
-struct UpPush {
-  uint32_t xOff, xStride, gateOff, upOff, rowElems, K, I, expert, topK, sharedExpert, M;
-};
-struct DownPush {
-  uint32_t downOff, rowElems, I, K, expert, topK, sharedExpert, M;
-};
-struct CombinePush {
-  uint32_t yOff, yStride, K, topK, M, accumulate, sharedExpert;
-};
+using RoutePush = gpu::MoeRoutePush;
+using PlanPush = gpu::MoePlanPush;
+using UpPush = gpu::MoeUpPush;
+using DownPush = gpu::MoeDownPush;
+using CombinePush = gpu::MoeCombinePush;
 
 /// A binding: a fixed range, or a region of the queue's scratch.
 struct Source {

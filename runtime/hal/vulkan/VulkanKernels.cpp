@@ -16,9 +16,7 @@ VulkanQueue &vq(Queue &q) { return static_cast<VulkanQueue &>(q); }
 
 // --- embed -----------------------------------------------------------------
 
-struct EmbedPush {
-  uint32_t rowOff, outOff, width;
-};
+using EmbedPush = gpu::EmbedPush;
 
 /// Rows of `r` a launch may reach: up to the end of its buffer (EmbedDesc
 /// and CopyRowDesc do not say how many rows the program gives), at most
@@ -256,10 +254,7 @@ private:
 
 // --- attention -------------------------------------------------------------
 
-struct AttentionPush {
-  uint32_t qOff, qStride, oOff, oStride, kOff, vOff, pos0, H, KVH, D, window;
-  float scale, vScale;
-};
+using AttentionPush = gpu::AttentionPush;
 
 class AttentionKernel final : public Kernel {
 public:
@@ -322,10 +317,7 @@ private:
 
 // --- rows: copies, sums, scales ----------------------------------------------
 
-struct RowsPush {
-  uint32_t xOff, xStride, yOff, yStride, width;
-  float alpha, beta;
-};
+using RowsPush = gpu::RowsPush;
 
 /// y = alpha · y + beta · x over a launch's rows (shaders/rows.comp).
 struct RowsOp {

@@ -16,10 +16,7 @@
 namespace fm::hal::vk {
 namespace {
 
-struct UpPush {
-  uint32_t tOff, tStride, tCol, yOff, yStride, bOff, rowElems, R, N, M, groupsX;
-  float scale;
-};
+using UpPush = gpu::LoraUpPush;
 
 bool continues(const WeightDesc &prev, const WeightDesc &next) {
   return prev.buffer == next.buffer && prev.offset + prev.bytes == next.offset &&
