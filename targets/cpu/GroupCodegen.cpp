@@ -6,6 +6,7 @@
 // row and pair), resolved by the loading process (ELF) or libSystem (Mach-O).
 // sqrt and roundeven become instructions on x86-64-v3+ and AArch64.
 #include "targets/cpu/GroupCodegen.h"
+#include "targets/LoweringDiagnostics.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -290,20 +291,8 @@ compileGroups(ModuleOp module, const CpuOptions &target,
 
   // MLIR diagnostics become the error message.
   MLIRContext *ctx = module.getContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    if (!diagnostics.empty())
-      os << "\n";
-    os << diag.getLocation() << ": " << diag;
-    for (Diagnostic &note : diag.getNotes())
-      os << "\n  note: " << note;
-    return success();
-  });
-  auto fail = [&](llvm::StringRef stage) {
-    return error("cannot compile the groups for " + target.cpu + " (" + stage + ")" +
-                 (diagnostics.empty() ? "" : ":\n" + diagnostics));
-  };
+  fm::target::LoweringDiagnostics diagnostics(ctx);
+  auto fail = [&](llvm::StringRef stage) { return diagnostics.fail(target.cpu, stage); };
 
   CompiledExecutable exe;
   exe.format = resolved->format;

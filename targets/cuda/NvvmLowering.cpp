@@ -1,6 +1,7 @@
 // NvvmKernels.h: the NVVM kernel ABI of the gpu.funcs of
 // targets/gpu/GpuKernels.cpp and their lowering to PTX.
 #include "targets/cuda/NvvmKernels.h"
+#include "targets/LoweringDiagnostics.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,10 +26,6 @@ using namespace mlir;
 
 namespace fm::nvvm {
 namespace {
-
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 /// NVIDIA's warp.
 constexpr int64_t kWarp = 32;
@@ -146,20 +143,8 @@ llvm::Expected<PtxModule> compileToPtx(ModuleOp module, const PtxOptions &option
   };
   MLIRContext *ctx = module.getContext();
   registerLoweringInterfaces(ctx);
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    if (!diagnostics.empty())
-      os << "\n";
-    os << diag.getLocation() << ": " << diag;
-    for (Diagnostic &note : diag.getNotes())
-      os << "\n  note: " << note;
-    return success();
-  });
-  auto fail = [&](llvm::StringRef stage) {
-    return error("cannot compile the groups for cuda " + options.arch + " (" + stage + ")" +
-                 (diagnostics.empty() ? "" : ":\n" + diagnostics));
-  };
+  fm::target::LoweringDiagnostics diagnostics(ctx);
+  auto fail = [&](llvm::StringRef stage) { return diagnostics.fail("cuda " + options.arch, stage); };
 
   PtxModule out;
   OwningOpRef<ModuleOp> kernels = gpugen::buildGpuKernels(module, *nvvmAbi(), &out.entries);

@@ -3,6 +3,7 @@
 // spirv-lower-abi-attrs, spirv-update-vce; spirv::serialize of the
 // spirv.module that the conversion emits beside the gpu.module).
 #include "targets/vulkan/SpirvKernels.h"
+#include "targets/LoweringDiagnostics.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -23,10 +24,6 @@ using namespace mlir;
 
 namespace fm::spv {
 namespace {
-
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 /// The push-constant block has no descriptor set or binding (Vulkan
 /// forbids them there); the ABI lowering gives every argument both.
@@ -129,20 +126,8 @@ compileToSpirv(ModuleOp module, const SpirvProfile &profile,
     last = now;
   };
   MLIRContext *ctx = module.getContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    if (!diagnostics.empty())
-      os << "\n";
-    os << diag.getLocation() << ": " << diag;
-    for (Diagnostic &note : diag.getNotes())
-      os << "\n  note: " << note;
-    return success();
-  });
-  auto fail = [&](llvm::StringRef stage) {
-    return error("cannot compile the groups for " + profile.name + " (" + stage + ")" +
-                 (diagnostics.empty() ? "" : ":\n" + diagnostics));
-  };
+  fm::target::LoweringDiagnostics diagnostics(ctx);
+  auto fail = [&](llvm::StringRef stage) { return diagnostics.fail(profile.name, stage); };
 
   SpirvModule out;
   OwningOpRef<ModuleOp> kernels = buildGpuKernels(module, profile, &out.entries);
