@@ -51,7 +51,9 @@ TEST(Gbnf, ExponentialAmbiguityStopsWithAReason) {
   GrammarMatcher m(*g);
   std::string input(text);
   size_t consumed = m.acceptBytes(input);
-  EXPECT_LT(consumed, input.size());
+  // The 4096-stack cap is reached at byte 37; a cap 1000x larger would only stop it after
+  // seconds, past byte 48.
+  EXPECT_LT(consumed, 48u);
   EXPECT_NE(m.describeExpected().find("too ambiguous"), std::string::npos) << m.describeExpected();
 }
 
