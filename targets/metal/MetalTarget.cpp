@@ -39,6 +39,9 @@ public:
     return llvm::StringSwitch<bool>(op)
         .Cases("fmk.embed", "fmk.matmul", "fmk.attention", "fmk.moe", true)
         .Cases("fmk.take_last", "fmk.all_reduce", true)
+        // The image encoders' kernels (the Vulkan device's, runtime/hal/vulkan/VulkanVision.cpp, through SPIRV-Cross).
+        .Cases("fmk.patch_embed", "fmk.layer_norm", "fmk.vit_attention", true)
+        .Cases("fmk.conv3x3", "fmk.avg_pool", true)
         .Default(false);
   }
   void buildKernelPipeline(mlir::OpPassManager &pm) const override {

@@ -34,6 +34,12 @@ set(FM_METAL_SHADERS
   "moe_combine|moe_combine.comp|"
   "lora_up_f16|lora_up.comp|-DWKIND=1"
   "lora_up_q|lora_up.comp|-DWKIND=2"
+  "bias_act|bias_act.comp|"
+  "layer_norm|layer_norm.comp|"
+  "patch_embed|patch_embed.comp|"
+  "vit_attention|vit_attention.comp|"
+  "unfold3x3|unfold3x3.comp|"
+  "avg_pool|avg_pool.comp|"
 )
 set(FM_METAL_DIR ${CMAKE_CURRENT_LIST_DIR})
 # The table must be Vulkan.cmake's, entry for entry.

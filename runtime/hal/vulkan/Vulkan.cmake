@@ -25,6 +25,12 @@ set(FM_VULKAN_SHADERS
   "moe_combine|moe_combine.comp|"
   "lora_up_f16|lora_up.comp|-DWKIND=1"
   "lora_up_q|lora_up.comp|-DWKIND=2"
+  "bias_act|bias_act.comp|"
+  "layer_norm|layer_norm.comp|"
+  "patch_embed|patch_embed.comp|"
+  "vit_attention|vit_attention.comp|"
+  "unfold3x3|unfold3x3.comp|"
+  "avg_pool|avg_pool.comp|"
 )
 set(FM_VULKAN_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(FM_VULKAN_SHADER_DIR ${FM_VULKAN_DIR}/shaders)
@@ -76,6 +82,7 @@ set(_sources
   VulkanMoe.cpp
   VulkanPipelines.cpp
   VulkanQueue.cpp
+  VulkanVision.cpp
 )
 list(TRANSFORM _sources PREPEND ${FM_VULKAN_DIR}/)
 target_sources(fm_hal PRIVATE ${_embedded} ${_sources})

@@ -69,6 +69,11 @@ public:
   /// uint32, written by an earlier dispatch).
   Status dispatchIndirect(const Pipeline &p, VkDescriptorSet set, const void *push,
                           VkBuffer args, uint64_t offset, bool independent = false);
+  /// Records a write of `bytes` host bytes (a multiple of 4, copied now)
+  /// at `offset` of `buffer`, ordered after every dispatch recorded before
+  /// and before every one after (a VLM's image rows into its embedding).
+  Status update(const VulkanBuffer &buffer, uint64_t offset, const void *data,
+                uint64_t bytes);
 
 private:
   explicit VulkanQueue(std::shared_ptr<VulkanContext> ctx) : ctx_(std::move(ctx)) {}
@@ -115,6 +120,12 @@ public:
   Expected<std::unique_ptr<Kernel>> prepareDispatch(const DispatchDesc &) override;
   Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
   Expected<std::unique_ptr<Kernel>> prepareAllReduce(const AllReduceDesc &) override;
+  // The image encoders' kernels (VulkanVision.cpp).
+  Expected<std::unique_ptr<Kernel>> preparePatchEmbed(const PatchEmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareLayerNorm(const LayerNormDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareVitAttention(const VitAttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareConv3x3(const Conv3x3Desc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareAvgPool(const AvgPoolDesc &) override;
 
   VulkanContext &context() const { return *ctx_; }
   const std::shared_ptr<VulkanContext> &sharedContext() const { return ctx_; }

@@ -45,6 +45,12 @@ public:
   Status run(Queue &queue, const Launch &l) const override {
     VulkanQueue &q = vq(queue);
     for (int64_t r = 0; r < l.rows; ++r) {
+      if (l.embedRows && l.embedRows[r]) { // a VLM's image token: its host row
+        FM_RETURN_IF_ERROR(q.update(vbuf(out_.buffer),
+                                    out_.offset + uint64_t(r) * uint64_t(out_.stride) * 4,
+                                    l.embedRows[r], uint64_t(out_.width) * 4));
+        continue;
+      }
       const uint64_t row = uint64_t(l.tokens[r]) * rowBytes_;
       const size_t w = std::min<size_t>(row / step_, windows_.size() - 1);
       const size_t c = std::min<size_t>(size_t(r / chunkRows_), outElems_.size() - 1);
@@ -65,6 +71,7 @@ private:
   Status init(VulkanDevice &dev, const EmbedDesc &d) {
     VulkanContext &ctx = dev.context();
     WeightBinding wb(d.table);
+    out_ = d.out;
     width_ = uint32_t(d.out.width);
     elemSize_ = wb.elemSize;
     rowBytes_ = uint64_t(wb.rowElems(d.table, d.out.width)) * wb.elemSize;
@@ -118,6 +125,7 @@ private:
   };
   DescriptorSets pool_;
   const Pipeline *pipeline_ = nullptr;
+  Rows out_;
   std::vector<Window> windows_;
   std::vector<VkDescriptorSet> sets_; // [window][output chunk]
   std::vector<uint32_t> outElems_;    // per output chunk: its row 0's element
@@ -555,21 +563,20 @@ private:
 Expected<std::unique_ptr<Kernel>> makeMoeKernel(VulkanDevice &dev, const MoeDesc &d);
 Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d,
                                                  std::unique_ptr<Kernel> base);
+Expected<std::unique_ptr<Kernel>> makeMatmulEpilogue(VulkanDevice &dev, const MatmulDesc &d,
+                                                     std::unique_ptr<Kernel> base);
 
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareEmbed(const EmbedDesc &d) {
   return EmbedKernel::make(*this, d);
 }
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareMatmul(const MatmulDesc &d) {
-  // The image encoders' epilogues are not in the matmul shader: refuse
-  // them rather than drop them.
-  if (d.bias.present() || d.activation != Activation::None)
-    return Status::error("vulkan: a matmul with a bias or an activation (the image "
-                         "encoders') is not supported on this device");
   auto base = MatmulKernel::make(*this, d);
-  if (!base || d.lora.empty())
+  if (base && !d.lora.empty()) // adapters: their side path after it (VulkanLora.cpp)
+    base = makeLoraMatmul(*this, d, std::move(*base));
+  if (!base || (!d.bias.present() && d.activation == Activation::None))
     return base;
-  // Adapters: the same base kernel, then their side path (VulkanLora.cpp).
-  return makeLoraMatmul(*this, d, std::move(*base));
+  // The image encoders' bias and GELU: an epilogue after it (VulkanVision.cpp).
+  return makeMatmulEpilogue(*this, d, std::move(*base));
 }
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareAttention(const AttentionDesc &d) {
   return AttentionKernel::make(*this, d);

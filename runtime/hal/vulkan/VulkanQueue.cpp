@@ -1,6 +1,8 @@
 // A session's command recording and submission (VulkanDevice.h).
 #include "hal/vulkan/VulkanDevice.h"
 
+#include <algorithm>
+
 namespace fm::hal::vk {
 
 Expected<std::unique_ptr<VulkanQueue>>
@@ -117,6 +119,32 @@ Status VulkanQueue::dispatchIndirect(const Pipeline &p, VkDescriptorSet set,
     vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes, push);
   vkCmdDispatchIndirect(cmd_, args, offset);
   dirty_ = true;
+  return Status::ok();
+}
+
+Status VulkanQueue::update(const VulkanBuffer &buffer, uint64_t offset, const void *data,
+                           uint64_t bytes) {
+  FM_RETURN_IF_ERROR(begin());
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  before.srcAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0,
+                       nullptr);
+  // vkCmdUpdateBuffer takes at most 65536 bytes a call.
+  const auto *p = static_cast<const uint8_t *>(data);
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t n = std::min<uint64_t>(65536, bytes - done);
+    vkCmdUpdateBuffer(cmd_, buffer.handle(), offset + done, n, p + done);
+    done += n;
+  }
+  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  after.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr, 0,
+                       nullptr);
+  dirty_ = false;
   return Status::ok();
 }
 
