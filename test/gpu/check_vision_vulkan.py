@@ -36,6 +36,10 @@ def run(cmd):
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd),
                                                           p.stdout, p.stderr))
         sys.exit(1)
+    # With FM_VULKAN_VALIDATION=1 every validation-layer message is a failure.
+    if "fm: vulkan validation:" in p.stderr:
+        sys.stderr.write("validation messages from: %s\n%s" % (" ".join(cmd), p.stderr))
+        sys.exit(1)
     return p.stdout + p.stderr
 
 
