@@ -374,6 +374,10 @@ private:
     const int64_t a = n0 - g.col0, b = n1 - g.col0; // the group's columns
     float *y = y_ + g.col0;
     bool biased = false;
+    // Decode streams the weight rows in one call (the kernels prefetch
+    // ahead within it); prefill blocks them so that a block of w rows is
+    // reused from L2 across a block of x rows.
+    const int64_t step = M == 1 ? b - a : kUnitCols;
     switch (g.w.kind) {
     case WeightRef::Kind::Quant: {
       const uint8_t *act = r.scratch + slots_[g.slot].offset;
@@ -383,20 +387,20 @@ private:
         break;
       }
       const uint8_t *w = static_cast<const uint8_t *>(g.w.data);
-      for (int64_t c = a; c < b; c += kUnitCols)
+      for (int64_t c = a; c < b; c += step)
         for (int64_t m = 0; m < M; m += kBlockRowsM)
           kernels::qmatmulBlock(r.x, act, k_, w, g.w.format, y, ldy,
                                 accumulate_, act_, m, std::min(m + kBlockRowsM, M),
-                                c, std::min(c + kUnitCols, b));
+                                c, std::min(c + step, b));
       break;
     }
     case WeightRef::Kind::F16: {
       const uint16_t *w = static_cast<const uint16_t *>(g.w.data);
-      for (int64_t c = a; c < b; c += kUnitCols)
+      for (int64_t c = a; c < b; c += step)
         for (int64_t m = 0; m < M; m += kBlockRowsM)
           kernels::matmulF16WBlock(r.x, k_, w, y, ldy, m,
                                    std::min(m + kBlockRowsM, M), c,
-                                   std::min(c + kUnitCols, b), accumulate_);
+                                   std::min(c + step, b), accumulate_);
       break;
     }
     case WeightRef::Kind::F32: {
@@ -408,11 +412,11 @@ private:
         biased = true;
         break;
       }
-      for (int64_t c = a; c < b; c += kUnitCols)
+      for (int64_t c = a; c < b; c += step)
         for (int64_t m = 0; m < M; m += kBlockRowsM)
           kernels::matmulF32Block(r.x, k_, w, y, ldy, m,
                                   std::min(m + kBlockRowsM, M), c,
-                                  std::min(c + kUnitCols, b), accumulate_);
+                                  std::min(c + step, b), accumulate_);
       break;
     }
     }
