@@ -83,6 +83,7 @@ void ThreadPool::parallelFor(int64_t n, RangeFn fn) {
     return;
   }
   tInsideParallelFor = true;
+  dispatches_.fetch_add(1, std::memory_order_relaxed);
   job_ = &fn;
   jobSize_ = n;
   pending_.store(numThreads_ - 1, std::memory_order_relaxed);

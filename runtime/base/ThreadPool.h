@@ -56,6 +56,13 @@ public:
   /// Empty chunks are skipped, so fn only ever sees begin < end.
   void parallelFor(int64_t n, RangeFn fn);
 
+  /// How many parallelFor calls have handed work to the workers (not the
+  /// ones run inline): what a kernel that promises one hand-off per call
+  /// is tested against.
+  uint64_t dispatches() const {
+    return dispatches_.load(std::memory_order_relaxed);
+  }
+
   /// The [begin, end) of chunk `index` when [0, n) is split into `parts`.
   static std::pair<int64_t, int64_t> chunk(int64_t n, int parts, int index) {
     int64_t base = n / parts, rem = n % parts;
@@ -82,6 +89,7 @@ private:
   alignas(64) std::atomic<int> sleepingWorkers_{0};
   std::atomic<bool> callerSleeping_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> dispatches_{0};
   std::mutex mutex_;
   std::condition_variable workCv_;
   std::condition_variable doneCv_;

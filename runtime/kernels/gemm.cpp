@@ -120,6 +120,19 @@ void gemmF32On(KernelIsa path, const float *x, int64_t M, int64_t K,
   });
 }
 
+void gemmF32Block(const float *x, int64_t M, int64_t K, const float *w,
+                  int64_t N, const float *bias, float *y, bool accumulate,
+                  int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  if (K <= 0) {
+    for (int64_t i = m0; i < m1; ++i)
+      for (int64_t j = n0; j < n1; ++j)
+        y[i * N + j] = (accumulate ? y[i * N + j] : 0.0f) + (bias ? bias[j] : 0.0f);
+    return;
+  }
+  const GemmProblem p{x, M, K, w, N, bias, y, accumulate};
+  runBlock(isaTable(kernelIsaBest()), p, m0, m1, n0, n1);
+}
+
 void gemmF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
              const float *bias, float *y, bool accumulate,
              fm::rt::ThreadPool *pool) {

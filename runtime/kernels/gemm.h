@@ -29,6 +29,13 @@ void gemmF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
              const float *bias, float *y, bool accumulate,
              fm::rt::ThreadPool *pool);
 
+/// The block y[m0, m1) x [n0, n1) of gemmF32 (best path) on the calling
+/// thread, for callers that split the work across threads themselves (the
+/// fused LoRA matmul of hal/cpu/CpuLora.cpp); y is dense (rows N apart).
+void gemmF32Block(const float *x, int64_t M, int64_t K, const float *w,
+                  int64_t N, const float *bias, float *y, bool accumulate,
+                  int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+
 /// gemmF32 on an explicit path, which must be available
 /// (kernelIsaAvailable); for tests and benchmarks.
 void gemmF32On(KernelIsa isa, const float *x, int64_t M, int64_t K,

@@ -60,40 +60,71 @@ size_t loraMatrixBytes(int64_t rows, int64_t cols, bool q8, int group) {
          packedRowBytes(QuantFormat{8, group, QuantGrid::Balanced}, cols);
 }
 
+namespace {
+
+void downUnitRange(const LoraIsa &isa, const float *x, int64_t M, int64_t ldx,
+                   float *t, int64_t ldt, const LoraDown *parts, size_t count,
+                   int64_t begin, int64_t end) {
+  // Units are numbered part after part; a range walks them in order.
+  size_t p = 0;
+  int64_t first = 0; // the first unit of part p
+  while (p < count && begin >= first + ceilDiv(parts[p].a.rows, kDownUnitRows))
+    first += ceilDiv(parts[p++].a.rows, kDownUnitRows);
+  for (int64_t u = begin; u < end && p < count;) {
+    const LoraDown &d = parts[p];
+    const int64_t partUnits = ceilDiv(d.a.rows, kDownUnitRows);
+    const int64_t stop = end < first + partUnits ? end : first + partUnits;
+    const int64_t i0 = (u - first) * kDownUnitRows;
+    int64_t i1 = (stop - first) * kDownUnitRows;
+    i1 = i1 < d.a.rows ? i1 : d.a.rows;
+    isa.down(x, M, ldx, d.a, i0, i1, t + d.tCol, ldt);
+    u = stop;
+    first += partUnits;
+    ++p;
+  }
+}
+
+} // namespace
+
 void loraDownOn(KernelIsa path, const float *x, int64_t M, int64_t ldx,
                 float *t, int64_t ldt, const LoraDown *parts, size_t count,
                 fm::rt::ThreadPool *pool) {
   const LoraIsa &isa = isaTable(path);
   if (M <= 0)
     return;
-  int64_t units = 0, work = 0;
-  for (size_t p = 0; p < count; ++p) {
-    units += ceilDiv(parts[p].a.rows, kDownUnitRows);
+  int64_t work = 0;
+  for (size_t p = 0; p < count; ++p)
     work += M * parts[p].a.rows * parts[p].a.cols;
-  }
-  // Units are numbered part after part; a range walks them in order.
+  const int64_t units = loraDownUnits(parts, count);
   auto body = [&](int64_t begin, int64_t end) {
-    size_t p = 0;
-    int64_t first = 0; // the first unit of part p
-    while (p < count && begin >= first + ceilDiv(parts[p].a.rows, kDownUnitRows))
-      first += ceilDiv(parts[p++].a.rows, kDownUnitRows);
-    for (int64_t u = begin; u < end && p < count;) {
-      const LoraDown &d = parts[p];
-      const int64_t partUnits = ceilDiv(d.a.rows, kDownUnitRows);
-      const int64_t stop = end < first + partUnits ? end : first + partUnits;
-      const int64_t i0 = (u - first) * kDownUnitRows;
-      int64_t i1 = (stop - first) * kDownUnitRows;
-      i1 = i1 < d.a.rows ? i1 : d.a.rows;
-      isa.down(x, M, ldx, d.a, i0, i1, t + d.tCol, ldt);
-      u = stop;
-      first += partUnits;
-      ++p;
-    }
+    downUnitRange(isa, x, M, ldx, t, ldt, parts, count, begin, end);
   };
   if (parallel(pool, work))
     pool->parallelFor(units, body);
   else
     body(0, units);
+}
+
+int64_t loraDownUnits(const LoraDown *parts, size_t count) {
+  int64_t units = 0;
+  for (size_t p = 0; p < count; ++p)
+    units += ceilDiv(parts[p].a.rows, kDownUnitRows);
+  return units;
+}
+
+void loraDownRange(const float *x, int64_t M, int64_t ldx, float *t,
+                   int64_t ldt, const LoraDown *parts, size_t count,
+                   int64_t u0, int64_t u1) {
+  if (M > 0 && u0 < u1)
+    downUnitRange(isaTable(bestPath()), x, M, ldx, t, ldt, parts, count, u0,
+                  u1);
+}
+
+void loraUpColumns(const float *t, int64_t M, int64_t ldt, int64_t ldy,
+                   const LoraUp &part, int64_t n0, int64_t n1) {
+  if (M > 0 && n0 < n1)
+    isaTable(bestPath()).up(t + part.tCol, M, ldt, part.bt, n0, n1,
+                            part.scale, part.y, ldy);
 }
 
 void loraUpOn(KernelIsa path, const float *t, int64_t M, int64_t ldt,

@@ -55,6 +55,21 @@ void loraDown(const float *x, int64_t M, int64_t ldx, float *t, int64_t ldt,
 void loraUp(const float *t, int64_t M, int64_t ldt, int64_t ldy,
             const LoraUp *parts, size_t count, fm::rt::ThreadPool *pool);
 
+/// loraDown split for callers that schedule its work across threads
+/// themselves (the fused LoRA matmul of hal/cpu/CpuLora.cpp): the parts'
+/// rows of A are numbered in units of loraDownUnitRows, part after part;
+/// loraDownUnits counts them and loraDownRange computes the t columns of
+/// units [u0, u1) on the calling thread (best path).
+int64_t loraDownUnits(const LoraDown *parts, size_t count);
+void loraDownRange(const float *x, int64_t M, int64_t ldx, float *t,
+                   int64_t ldt, const LoraDown *parts, size_t count,
+                   int64_t u0, int64_t u1);
+
+/// The up product of one part restricted to its columns [n0, n1) (n0 a
+/// multiple of 64 or n1 == bt.cols), on the calling thread (best path).
+void loraUpColumns(const float *t, int64_t M, int64_t ldt, int64_t ldy,
+                   const LoraUp &part, int64_t n0, int64_t n1);
+
 /// The name of the path loraDown/loraUp use, e.g. "avx512".
 const char *loraPathName();
 

@@ -104,6 +104,20 @@ void matmulF16WOn(MatmulPath path, const float *x, int64_t M, int64_t K,
   run(isaTable(path).f16, x, M, K, w, N, y, accumulate, pool);
 }
 
+void matmulF32Block(const float *x, int64_t K, const float *w, float *y,
+                    int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                    bool accumulate) {
+  if (m0 < m1 && n0 < n1)
+    isaTable(kernelIsaBest()).f32(x, K, w, y, ldy, m0, m1, n0, n1, accumulate);
+}
+
+void matmulF16WBlock(const float *x, int64_t K, const uint16_t *w, float *y,
+                     int64_t ldy, int64_t m0, int64_t m1, int64_t n0,
+                     int64_t n1, bool accumulate) {
+  if (m0 < m1 && n0 < n1)
+    isaTable(kernelIsaBest()).f16(x, K, w, y, ldy, m0, m1, n0, n1, accumulate);
+}
+
 void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
                float *y, bool accumulate, fm::rt::ThreadPool *pool) {
   matmulF32On(kernelIsaBest(), x, M, K, w, N, y, accumulate, pool);

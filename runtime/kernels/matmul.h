@@ -25,6 +25,18 @@ void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
 void matmulF16W(const float *x, int64_t M, int64_t K, const uint16_t *w,
                 int64_t N, float *y, bool accumulate, fm::rt::ThreadPool *pool);
 
+/// One block of matmulF32 / matmulF16W on the calling thread, on the best
+/// path: y[m][n] (+)= dot(x[m], w[n]) for m in [m0, m1), n in [n0, n1);
+/// rows of x and w are K apart, rows of y ldy apart. For callers that split
+/// a matmul across threads themselves (the fused LoRA matmul of
+/// hal/cpu/CpuLora.cpp, which adds its side path in the same dispatch).
+void matmulF32Block(const float *x, int64_t K, const float *w, float *y,
+                    int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                    bool accumulate);
+void matmulF16WBlock(const float *x, int64_t K, const uint16_t *w, float *y,
+                     int64_t ldy, int64_t m0, int64_t m1, int64_t n0,
+                     int64_t n1, bool accumulate);
+
 /// The instruction-set paths (see isa.h for which are compiled in and which
 /// this CPU runs).
 using MatmulPath = KernelIsa;

@@ -186,6 +186,70 @@ size_t qgemmScratchBytes(QuantFormat f, int64_t M, int64_t K,
          sizeof(float) * static_cast<size_t>(sz.dxFloats + sz.xsFloats);
 }
 
+namespace {
+
+// One call's operands; with `prepare`, p.act points into `buf` (the layout
+// of qgemmScratchBytes).
+gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
+                       int64_t K, const uint8_t *w, QuantFormat f, int64_t N,
+                       float *y, int64_t ldy, bool accumulate,
+                       QActivations act, const uint8_t *buf) {
+  gdetail::Params p{};
+  p.w = w;
+  p.f = f;
+  p.geo = panelGeometry(f, N, K);
+  p.N = N;
+  p.K = K;
+  p.xf = x;
+  p.y = y;
+  p.ldy = ldy;
+  p.accumulate = accumulate;
+  if (isa.prepare) {
+    const int digits = act == QActivations::Int8 ? 1 : 2;
+    const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits);
+    const size_t xqBytes = static_cast<size_t>((sz.xqBytes + 63) / 64 * 64);
+    gdetail::Act &a = p.act;
+    a.xq = reinterpret_cast<const int8_t *>(buf);
+    a.ldx = sz.kPadded;
+    a.dx = reinterpret_cast<const float *>(buf + xqBytes);
+    a.ldd = sz.kPadded / quantUnitInputs(f);
+    a.xs = a.dx + sz.dxFloats;
+    a.lds = sz.kPadded / f.group;
+    a.digits = digits;
+    a.unit = quantUnitInputs(f);
+  }
+  return p;
+}
+
+// Zeroes the prepared rows past M * D that fill out the last 16-row tile.
+void zeroPadding(const gdetail::Params &p, int64_t M) {
+  const gdetail::ActSizes sz = gdetail::actSizes(p.f, M, p.K, p.act.digits);
+  std::memset(const_cast<int8_t *>(p.act.xq) + M * p.act.digits * sz.kPadded,
+              0,
+              static_cast<size_t>((sz.rowsPadded - M * p.act.digits) *
+                                  sz.kPadded));
+}
+
+// Units [begin, end) (panel-major) of the panels [p0, p1), on the calling
+// thread.
+void runUnits(const GemmIsa &isa, const gdetail::Params &p, int64_t M,
+              int64_t p0, int64_t p1, int64_t begin, int64_t end) {
+  const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
+  if (isa.threadSetup)
+    isa.threadSetup(p);
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const int64_t m0 = (unit % mUnits) * kUnitRows;
+    const int64_t q0 = p0 + (unit / mUnits) * kUnitPanels;
+    const int64_t m1 = m0 + kUnitRows < M ? m0 + kUnitRows : M;
+    const int64_t q1 = q0 + kUnitPanels < p1 ? q0 + kUnitPanels : p1;
+    isa.range(p, m0, m1, q0, q1);
+  }
+  if (isa.threadTeardown)
+    isa.threadTeardown();
+}
+
+} // namespace
+
 void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
              const uint8_t *w, GemmLayout layout, QuantFormat f, int64_t N,
              float *y, bool accumulate, fm::rt::ThreadPool *pool,
@@ -195,38 +259,18 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
   if (M <= 0 || N <= 0)
     return;
   const GemmIsa &isa = isaTable(path, act);
-  gdetail::Params p{};
-  p.w = w;
-  p.f = f;
-  p.geo = panelGeometry(f, N, K);
-  p.N = N;
-  p.K = K;
-  p.xf = x;
-  p.y = y;
-  p.ldy = N;
-  p.accumulate = accumulate;
+  uint8_t *buf = nullptr;
+  if (isa.prepare)
+    buf = scratch ? scratch : tScratch.get(qgemmScratchBytes(f, M, K, act));
+  const gdetail::Params p =
+      params(isa, x, M, K, w, f, N, y, N, accumulate, act, buf);
   const int64_t work = M * N * K;
   const bool parallel =
       pool && pool->numThreads() > 1 && work >= kMinParallelWork;
   if (isa.prepare) {
-    const int digits = act == QActivations::Int8 ? 1 : 2;
-    const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits);
-    const size_t xqBytes = static_cast<size_t>((sz.xqBytes + 63) / 64 * 64);
-    uint8_t *buf = scratch ? scratch : tScratch.get(qgemmScratchBytes(f, M, K, act));
-    gdetail::Act &a = p.act;
-    a.xq = reinterpret_cast<int8_t *>(buf);
-    a.ldx = sz.kPadded;
-    a.dx = reinterpret_cast<float *>(buf + xqBytes);
-    a.ldd = sz.kPadded / quantUnitInputs(f);
-    a.xs = a.dx + sz.dxFloats;
-    a.lds = sz.kPadded / f.group;
-    a.digits = digits;
-    a.unit = quantUnitInputs(f);
-    // Rows past M * D fill out the last 16-row tile.
-    std::memset(buf + M * digits * sz.kPadded, 0,
-                static_cast<size_t>((sz.rowsPadded - M * digits) * sz.kPadded));
+    zeroPadding(p, M);
     auto prepare = [&](int64_t begin, int64_t end) {
-      isa.prepare(x, K, f, begin, end, a);
+      isa.prepare(x, K, f, begin, end, p.act);
     };
     if (parallel && M > 1)
       pool->parallelFor(M, prepare);
@@ -236,23 +280,42 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
   const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
   const int64_t pUnits = (p.geo.panels + kUnitPanels - 1) / kUnitPanels;
   auto body = [&](int64_t begin, int64_t end) {
-    if (isa.threadSetup)
-      isa.threadSetup(p);
-    for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t m0 = (unit % mUnits) * kUnitRows;
-      const int64_t p0 = (unit / mUnits) * kUnitPanels;
-      const int64_t m1 = m0 + kUnitRows < M ? m0 + kUnitRows : M;
-      const int64_t p1 =
-          p0 + kUnitPanels < p.geo.panels ? p0 + kUnitPanels : p.geo.panels;
-      isa.range(p, m0, m1, p0, p1);
-    }
-    if (isa.threadTeardown)
-      isa.threadTeardown();
+    runUnits(isa, p, M, 0, p.geo.panels, begin, end);
   };
   if (parallel)
     pool->parallelFor(mUnits * pUnits, body);
   else
     body(0, mUnits * pUnits);
+}
+
+void qgemmPrepareRows(const float *x, int64_t M, int64_t K, QuantFormat f,
+                      QActivations act, uint8_t *scratch, int64_t m0,
+                      int64_t m1) {
+  const GemmIsa &isa = isaTable(gemmPathBest(), act);
+  const gdetail::Params p =
+      params(isa, x, M, K, nullptr, f, 16, nullptr, 0, false, act, scratch);
+  if (!isa.prepare || m0 >= m1)
+    return;
+  if (m0 == 0)
+    zeroPadding(p, M);
+  isa.prepare(x, K, f, m0, m1, p.act);
+}
+
+void qgemmColumns(const float *x, int64_t M, int64_t K, const uint8_t *w,
+                  QuantFormat f, int64_t N, float *y, int64_t ldy,
+                  bool accumulate, QActivations act, const uint8_t *scratch,
+                  int64_t n0, int64_t n1) {
+  assert(gemmLayoutProblem(GemmLayout::Panel16, f, N, K).empty() &&
+         n0 % 16 == 0 && (n1 % 16 == 0 || n1 == N) && "bad qgemm columns");
+  if (M <= 0 || n0 >= n1)
+    return;
+  const GemmIsa &isa = isaTable(gemmPathBest(), act);
+  const gdetail::Params p =
+      params(isa, x, M, K, w, f, N, y, ldy, accumulate, act, scratch);
+  const int64_t p0 = n0 / 16, p1 = (n1 + 15) / 16;
+  const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
+  runUnits(isa, p, M, p0, p1, 0,
+           mUnits * ((p1 - p0 + kUnitPanels - 1) / kUnitPanels));
 }
 
 void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,

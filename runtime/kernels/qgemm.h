@@ -89,6 +89,22 @@ void qgemm(const float *x, int64_t M, int64_t K, const uint8_t *w,
 size_t qgemmScratchBytes(QuantFormat f, int64_t M, int64_t K,
                          QActivations act);
 
+/// qgemm split for callers that schedule its work across threads
+/// themselves (the fused LoRA matmul of hal/cpu/CpuLora.cpp), on the best
+/// path, each call single-threaded: qgemmPrepareRows prepares x rows
+/// [m0, m1) of M (rows K floats apart) into `scratch` (qgemmScratchBytes
+/// for M rows; the call with m0 == 0 also zeroes the padding rows), then,
+/// once all M rows are prepared, qgemmColumns computes the columns [n0, n1)
+/// (n0 a multiple of 16, n1 too or N) of all M rows of y, rows ldy apart,
+/// from the Panel16 copy w.
+void qgemmPrepareRows(const float *x, int64_t M, int64_t K, QuantFormat f,
+                      QActivations act, uint8_t *scratch, int64_t m0,
+                      int64_t m1);
+void qgemmColumns(const float *x, int64_t M, int64_t K, const uint8_t *w,
+                  QuantFormat f, int64_t N, float *y, int64_t ldy,
+                  bool accumulate, QActivations act, const uint8_t *scratch,
+                  int64_t n0, int64_t n1);
+
 /// qgemm on an explicit path, which must be available; for tests and
 /// benchmarks.
 void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,

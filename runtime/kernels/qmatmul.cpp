@@ -181,6 +181,42 @@ size_t qmatmulScratchBytes(QuantFormat f, int64_t M, int64_t K,
   return static_cast<size_t>(M * isa.preparedRowBytes(f, K));
 }
 
+int64_t qmatmulPreparedRowBytes(QuantFormat f, int64_t K, QActivations act) {
+  const QMatmulIsa &isa = isaTable(kernelIsaBest(), act);
+  return isa.prepare && K > 0 ? isa.preparedRowBytes(f, K) : 0;
+}
+
+void qmatmulPrepareRows(const float *x, int64_t K, QuantFormat f,
+                        QActivations act, uint8_t *prepared, int64_t m0,
+                        int64_t m1) {
+  const QMatmulIsa &isa = isaTable(kernelIsaBest(), act);
+  if (!isa.prepare || K <= 0)
+    return;
+  const int64_t rowBytes = isa.preparedRowBytes(f, K);
+  for (int64_t m = m0; m < m1; ++m)
+    isa.prepare(x + m * K, K, f, prepared + m * rowBytes);
+}
+
+void qmatmulBlock(const float *x, const uint8_t *prepared, int64_t K,
+                  const uint8_t *w, QuantFormat f, float *y, int64_t ldy,
+                  bool accumulate, QActivations act, int64_t m0, int64_t m1,
+                  int64_t n0, int64_t n1) {
+  assert(isValidQuantFormat(f) && K % f.group == 0 && "bad qmatmul block");
+  if (m0 >= m1 || n0 >= n1 || K <= 0)
+    return;
+  const QMatmulIsa &isa = isaTable(kernelIsaBest(), act);
+  qdetail::Params p{w,         f,
+                    K,         static_cast<int64_t>(packedRowBytes(f, K)),
+                    x,         K * static_cast<int64_t>(sizeof(float)),
+                    y,         ldy,
+                    accumulate};
+  if (isa.prepare) {
+    p.act = prepared;
+    p.actStride = isa.preparedRowBytes(f, K);
+  }
+  isa.range(p, m0, m1, n0, n1);
+}
+
 void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
              QuantFormat f, int64_t N, float *y, bool accumulate,
              fm::rt::ThreadPool *pool, QActivations act, uint8_t *scratch) {

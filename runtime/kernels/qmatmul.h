@@ -61,6 +61,24 @@ void qmatmul(const float *x, int64_t M, int64_t K, const uint8_t *w,
 size_t qmatmulScratchBytes(QuantFormat f, int64_t M, int64_t K,
                            QActivations act);
 
+/// qmatmul split for callers that schedule its work across threads
+/// themselves (the fused LoRA matmul of hal/cpu/CpuLora.cpp), on the best
+/// path, each call single-threaded: qmatmulPrepareRows prepares x rows
+/// [m0, m1) (rows K floats apart) into `prepared` (qmatmulScratchBytes for
+/// all the rows; row m at m * qmatmulPreparedRowBytes), then, once every row
+/// a block reads is prepared, qmatmulBlock computes y[m][n] (+)= x[m] ·
+/// dequant(w[n]) for m in [m0, m1), n in [n0, n1), rows of y ldy apart.
+/// Where the path reads f32 x (qmatmulPreparedRowBytes == 0) preparing does
+/// nothing and the block reads x.
+int64_t qmatmulPreparedRowBytes(QuantFormat f, int64_t K, QActivations act);
+void qmatmulPrepareRows(const float *x, int64_t K, QuantFormat f,
+                        QActivations act, uint8_t *prepared, int64_t m0,
+                        int64_t m1);
+void qmatmulBlock(const float *x, const uint8_t *prepared, int64_t K,
+                  const uint8_t *w, QuantFormat f, float *y, int64_t ldy,
+                  bool accumulate, QActivations act, int64_t m0, int64_t m1,
+                  int64_t n0, int64_t n1);
+
 /// The name of the path qmatmul uses, e.g. "avx512".
 const char *qmatmulPathName();
 

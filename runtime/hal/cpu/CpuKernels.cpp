@@ -593,8 +593,9 @@ Expected<std::unique_ptr<Kernel>>
 CpuDevice::prepareMatmul(const MatmulDesc &d) {
   if (d.lora.empty())
     return make<MatmulKernel>(d, gemmWeights_);
-  // Adapters: the same base kernel, then their side path (CpuLora.cpp).
-  return makeLoraMatmul(d, std::make_unique<MatmulKernel>(d, gemmWeights_));
+  // Adapters: the fused kernel of CpuLora.cpp (base and side path in one
+  // dispatch).
+  return makeLoraMatmul(d, gemmWeights_);
 }
 
 Expected<std::unique_ptr<Kernel>>
