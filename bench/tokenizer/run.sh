@@ -32,6 +32,7 @@ import json, sys
 name, a, b = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 same = "same ids count" if a["tokens"] == b["tokens"] else f"TOKEN COUNTS DIFFER {a['tokens']} vs {b['tokens']}"
 print(f"{name}: encode {a['encode_mb_s']:.1f} vs {b['encode_mb_s']:.1f} MB/s = {a['encode_mb_s']/b['encode_mb_s']:.1f}x; "
-      f"cold {a['encode_cold_mb_s']/b['encode_cold_mb_s']:.1f}x; load {a['load_ms']:.0f} vs {b['load_ms']:.0f} ms; {same}")
+      f"cold {a['encode_cold_mb_s']/b['encode_cold_mb_s']:.1f}x; load {a['load_ms']:.0f} vs {b['load_ms']:.0f} ms "
+      f"= {b['load_ms']/a['load_ms']:.1f}x (from memory, as from an .fmb: {a['load_memory_ms']:.0f} ms); {same}")
 PY
 done

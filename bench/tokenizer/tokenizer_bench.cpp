@@ -1,5 +1,5 @@
-// Tokenizer speed: tokenizer.json load time and single-thread encode MB/s of
-// English text (the files given on the command line, concatenated). Prints
+// Tokenizer speed: tokenizer.json load time (median of 9, from the directory
+// and from contents in memory) and single-thread encode MB/s of English text (the files given on the command line, concatenated). Prints
 // numbers; asserts nothing (run.sh puts them beside @lenml/tokenizers').
 //
 //   fm-tokenizer-bench TOKENIZER_DIR TEXT_FILE...
@@ -20,6 +20,13 @@ double seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -33,20 +40,28 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string text;
-  for (int i = 2; i < argc; ++i) {
-    std::ifstream in(argv[i], std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text += ss.str();
-  }
-  std::vector<double> loads;
+  for (int i = 2; i < argc; ++i)
+    text += readAll(argv[i]);
+  // Loads from the directory (fm-tokenize, --tokenizer) and from file
+  // contents in memory (the tokenizer embedded in an .fmb: fm-run).
+  const std::string dir = std::string(argv[1]) + "/";
+  const std::string json = readAll(dir + "tokenizer.json");
+  const std::string config = readAll(dir + "tokenizer_config.json");
+  std::vector<double> loads, memoryLoads;
   fm::Expected<fm::Tokenizer> tok = fm::Tokenizer::open(argv[1]);
-  for (int r = 0; r < 5; ++r) {
+  for (int r = 0; r < 9; ++r) {
     double t0 = seconds();
     tok = fm::Tokenizer::open(argv[1]);
     loads.push_back(seconds() - t0);
     if (!tok) {
       std::fprintf(stderr, "%s\n", tok.message().c_str());
+      return 1;
+    }
+    t0 = seconds();
+    fm::Expected<fm::Tokenizer> fromMemory = fm::Tokenizer::fromJson(json, config);
+    memoryLoads.push_back(seconds() - t0);
+    if (!fromMemory) {
+      std::fprintf(stderr, "%s\n", fromMemory.message().c_str());
       return 1;
     }
   }
@@ -68,9 +83,11 @@ int main(int argc, char **argv) {
   }
   double mb = text.size() / 1e6;
   std::printf("{\"impl\": \"fmc\", \"bytes\": %zu, \"tokens\": %zu, "
-              "\"load_ms\": %.1f, \"encode_cold_mb_s\": %.2f, "
+              "\"load_ms\": %.1f, \"load_memory_ms\": %.1f, "
+              "\"encode_cold_mb_s\": %.2f, "
               "\"encode_mb_s\": %.2f}\n",
-              text.size(), tokens, median(loads) * 1e3, mb / cold,
+              text.size(), tokens, median(loads) * 1e3,
+              median(memoryLoads) * 1e3, mb / cold,
               mb / median(warm));
   return 0;
 }

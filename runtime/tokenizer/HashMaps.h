@@ -2,6 +2,8 @@
 // (keys live in the caller's token table) and token pair -> merge.
 #pragma once
 
+#include "tokenizer/HugeBuffer.h"
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -123,7 +125,7 @@ private:
     const std::string &key = keys[s.id];
     return key.size() == k.size() && std::memcmp(key.data(), k.data(), k.size()) == 0;
   }
-  std::vector<Slot> slots_;
+  HugeArray<Slot> slots_;
   size_t mask_ = 0;
 };
 
@@ -185,7 +187,7 @@ private:
     k ^= k >> 33;
     return k;
   }
-  std::vector<Entry> entries_;
+  HugeArray<Entry> entries_;
   size_t mask_ = 0;
 };
 

@@ -1,12 +1,15 @@
 // Reads tokenizer.json and tokenizer_config.json into a TokenizerImpl; every
 // refusal names the file and the field.
 #include "tokenizer/ByteLevelAlphabet.h"
+#include "tokenizer/HugeBuffer.h"
 #include "tokenizer/TokenizerImpl.h"
 #include "tokenizer/Utf8.h"
 
 #include <rapidjson/error/en.h>
 
+#include <array>
 #include <cstdio>
+#include <cstring>
 
 namespace fm::tok {
 namespace {
@@ -67,24 +70,40 @@ Status parseJson(rapidjson::Document &doc, std::string &text,
 
 } // namespace
 
-bool toRawBytes(std::string_view s, std::string &out) {
-  const ByteLevelAlphabet &a = ByteLevelAlphabet::get();
-  out.resize(s.size());
+namespace {
+
+/// toRawBytes into `out` (room for s.size() bytes): the raw length, or -1.
+/// The load's hot loop: the vocabulary and both sides of every merge.
+ptrdiff_t rawBytesInto(std::string_view s, char *out) {
+  const std::array<int16_t, 0x144> &byteOf = ByteLevelAlphabet::get().byteOf;
+  const auto *p = reinterpret_cast<const uint8_t *>(s.data());
   size_t i = 0, n = 0;
   while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int b;
+    uint32_t c = p[i];
     if (c < 0x80) { // ASCII stands for itself, except what the alphabet moved
-      b = a.byteFor(c);
       ++i;
+    } else if (c < 0xE0 && i + 1 < s.size()) { // the whole alphabet is < U+0800
+      c = ((c & 0x1F) << 6) | (p[i + 1] & 0x3F);
+      i += 2;
     } else {
-      b = a.byteFor(decodeUtf8(s, i));
+      return -1;
     }
+    int b = c < byteOf.size() ? byteOf[c] : -1;
     if (b < 0)
-      return false;
+      return -1;
     out[n++] = static_cast<char>(b);
   }
-  out.resize(n);
+  return static_cast<ptrdiff_t>(n);
+}
+
+} // namespace
+
+bool toRawBytes(std::string_view s, std::string &out) {
+  out.resize(s.size());
+  ptrdiff_t n = rawBytesInto(s, out.data());
+  if (n < 0)
+    return false;
+  out.resize(static_cast<size_t>(n));
   return true;
 }
 
@@ -105,8 +124,10 @@ std::string quoted(std::string_view s) {
   return out + "'";
 }
 
+// `addedIds`: one past the largest id of added_tokens (a hint, unchecked), so
+// that the id table is not reallocated when they are added.
 Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
-                 TokenizerImpl &t) {
+                 size_t addedIds, TokenizerImpl &t) {
   if (!json.IsObject())
     return at.error(std::string("must be an object, not ") +
                     jsonTypeName(json));
@@ -153,9 +174,10 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   size_t n = static_cast<size_t>(maxId + 1);
   m.keys.assign(n, std::string());
   m.present.assign(n, 0);
+  if (addedIds > n && addedIds <= n + 65536)
+    t.strings.reserve(addedIds);
   t.strings.assign(n, std::string());
   m.vocab.reset(vocab->MemberCount());
-  std::string raw;
   // Inserted in batches whose slots are prefetched first.
   int32_t pending[32];
   uint64_t pendingHash[32];
@@ -174,11 +196,14 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
                  quoted(t.strings[id]));
     m.present[id] = 1;
     t.strings[id].assign(s);
+    std::string &key = m.keys[id];
+    ptrdiff_t rawLength = 0;
     if (!byteLevel) {
-      m.keys[id].assign(s);
-    } else if (toRawBytes(s, raw)) {
-      m.keys[id] = raw;
+      key.assign(s);
+    } else if (key.resize(s.size()), (rawLength = rawBytesInto(s, key.data())) >= 0) {
+      key.resize(static_cast<size_t>(rawLength));
     } else {
+      key.clear();
       // Unreachable by a byte-level model; decodes as written, found by
       // tokenToId through addedIds.
       t.addedIds.emplace(t.strings[id], id);
@@ -227,18 +252,22 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   m.merges.reset(merges->Size());
   const size_t prefixLength = o.continuingSubwordPrefix.size();
   // Hundreds of thousands of merges, three lookups each: done in batches
-  // whose hash slots are prefetched before they are read.
+  // whose hash slots are prefetched before they are read. The model-side
+  // keys of a batch (a, b and the merged token) are written into one arena.
   constexpr size_t kBatch = 32;
   struct Item {
-    std::string_view a, b;
-    std::string ka, kb, ab; // model-side keys
+    std::string_view a, b; // as the file writes them
+    uint32_t ka, kb, ab;   // offsets of the model-side keys in the arena
+    uint32_t na, nb, nab;
     uint64_t ha, hb, hab;
     int32_t ia, ib;
   };
-  std::vector<Item> batch(kBatch);
+  Item batch[kBatch];
+  std::string arena;
   rapidjson::SizeType total = merges->Size();
   for (rapidjson::SizeType base = 0; base < total; base += kBatch) {
     size_t count = std::min<size_t>(kBatch, total - base);
+    size_t room = 0;
     for (size_t j = 0; j < count; ++j) {
       rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
       const JValue &e = (*merges)[i];
@@ -258,45 +287,67 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
       } else {
         return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
       }
-      bool okA = true, okB = true;
+      room += 2 * (it.a.size() + it.b.size());
+    }
+    if (arena.size() < room)
+      arena.resize(room);
+    char *out = arena.data();
+    uint32_t used = 0;
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      ptrdiff_t na, nb;
       if (byteLevel) {
-        okA = toRawBytes(it.a, it.ka);
-        okB = toRawBytes(it.b, it.kb);
+        na = rawBytesInto(it.a, out + used);
+        if (na < 0)
+          return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
+        nb = rawBytesInto(it.b, out + used + na);
+        if (nb < 0)
+          return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
       } else {
-        it.ka.assign(it.a);
-        it.kb.assign(it.b);
+        na = static_cast<ptrdiff_t>(it.a.size());
+        nb = static_cast<ptrdiff_t>(it.b.size());
+        std::memcpy(out + used, it.a.data(), it.a.size());
+        std::memcpy(out + used + na, it.b.data(), it.b.size());
       }
-      if (!okA)
-        return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
-      if (!okB)
-        return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
-      it.ha = hashBytes(it.ka.data(), it.ka.size());
-      it.hb = hashBytes(it.kb.data(), it.kb.size());
+      it.ka = used;
+      it.na = static_cast<uint32_t>(na);
+      it.kb = used + it.na;
+      it.nb = static_cast<uint32_t>(nb);
+      used += it.na + it.nb;
+      // The merged token: a's key and b's without the continuing-subword
+      // prefix.
+      uint32_t tail = it.nb >= prefixLength
+                          ? it.nb - static_cast<uint32_t>(prefixLength)
+                          : 0;
+      std::memcpy(out + used, out + it.ka, it.na);
+      std::memcpy(out + used + it.na, out + it.kb + (it.nb - tail), tail);
+      it.ab = used;
+      it.nab = it.na + tail;
+      used += it.nab;
+      it.ha = hashBytes(out + it.ka, it.na);
+      it.hb = hashBytes(out + it.kb, it.nb);
+      it.hab = hashBytes(out + it.ab, it.nab);
       m.vocab.prefetch(it.ha);
       m.vocab.prefetch(it.hb);
+      m.vocab.prefetch(it.hab);
     }
     for (size_t j = 0; j < count; ++j) {
       Item &it = batch[j];
       rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      it.ia = m.vocab.find(m.keys, it.ka, it.ha);
-      it.ib = m.vocab.find(m.keys, it.kb, it.hb);
+      it.ia = m.vocab.find(m.keys, std::string_view(out + it.ka, it.na), it.ha);
+      it.ib = m.vocab.find(m.keys, std::string_view(out + it.kb, it.nb), it.hb);
       if (it.ia < 0)
         return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
       if (it.ib < 0)
         return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
-      // The merged token: a's key and b's without the continuing-subword
-      // prefix.
-      it.ab.assign(it.ka);
-      if (it.kb.size() >= prefixLength)
-        it.ab.append(it.kb, prefixLength, std::string::npos);
-      it.hab = hashBytes(it.ab.data(), it.ab.size());
-      m.vocab.prefetch(it.hab);
       m.merges.prefetch(it.ia, it.ib);
     }
     for (size_t j = 0; j < count; ++j) {
       Item &it = batch[j];
       rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      int32_t iab = m.vocab.find(m.keys, it.ab, it.hab);
+      int32_t iab =
+          m.vocab.find(m.keys, std::string_view(out + it.ab, it.nab), it.hab);
       if (iab < 0)
         return mp[i].error("the merged token " +
                            quoted(std::string(it.a) +
@@ -428,7 +479,13 @@ loadTokenizer(std::string json, std::string_view configJson,
               const std::string &name, const std::string &configName) {
   auto t = std::make_shared<TokenizerImpl>();
   t->name = name;
-  rapidjson::Document doc;
+  // The DOM of Llama 3's tokenizer.json is 0.95x the file's size: its first
+  // chunk is one huge-page buffer (see HugeBuffer.h), further ones (other
+  // files) come from malloc.
+  size_t poolBytes = json.size() + json.size() / 8 + 65536;
+  std::unique_ptr<void, void (*)(void *)> pool(allocateHuge(poolBytes), std::free);
+  rapidjson::MemoryPoolAllocator<> allocator(pool.get(), pool ? poolBytes : 0);
+  rapidjson::Document doc(&allocator);
   FM_RETURN_IF_ERROR(parseJson(doc, json, name));
   JPath root{name, ""};
   if (!doc.IsObject())
@@ -444,7 +501,12 @@ loadTokenizer(std::string json, std::string_view configJson,
     return (root / "model").error("missing");
   bool byteLevel = t->preTokenizer && t->preTokenizer->isByteLevel();
   t->byteLevel = byteLevel;
-  FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, *t));
+  size_t addedIds = 0;
+  if (const JValue *list = jmember(doc, "added_tokens"); list && list->IsArray())
+    for (const JValue &e : list->GetArray())
+      if (const JValue *id = jmember(e, "id"); id && id->IsUint() && id->GetUint() <= kMaxId)
+        addedIds = std::max<size_t>(addedIds, id->GetUint() + 1);
+  FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, addedIds, *t));
   FM_RETURN_IF_ERROR(loadAddedTokens(jmember(doc, "added_tokens"),
                                      root / "added_tokens", *t));
   FM_RETURN_IF_ERROR(

@@ -42,18 +42,28 @@ bool isValidUtf8(std::string_view text) {
   const auto *s = reinterpret_cast<const uint8_t *>(text.data());
   size_t n = text.size(), i = 0;
   while (i < n) {
-    // ASCII runs, eight bytes at a time.
-    while (i + 8 <= n) {
+    if (i + 8 <= n) {
+      // Eight bytes at a time: skip to the first non-ASCII byte, if any (a
+      // byte-level vocabulary is ASCII mixed with U+0100..U+0143).
       uint64_t w;
       __builtin_memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ull)
-        break;
-      i += 8;
-    }
-    if (i >= n)
-      break;
-    if (s[i] < 0x80) {
+      uint64_t high = w & 0x8080808080808080ull;
+      if (!high) {
+        i += 8;
+        continue;
+      }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+      i += static_cast<size_t>(__builtin_clzll(high)) >> 3;
+#else
+      i += static_cast<size_t>(__builtin_ctzll(high)) >> 3;
+#endif
+    } else if (s[i] < 0x80) {
       ++i;
+      continue;
+    }
+    // s[i] >= 0x80: two-byte characters inline, the rest by scanUtf8.
+    if (s[i] >= 0xC2 && s[i] <= 0xDF && i + 1 < n && (s[i + 1] & 0xC0) == 0x80) {
+      i += 2;
       continue;
     }
     Utf8Scan r = scanUtf8(s + i, n - i);

@@ -39,6 +39,66 @@ TEST(Utf8, ReplacesMaximalSubparts) {
   EXPECT_FALSE(isValidUtf8("ok\xF0\x9F"));
 }
 
+// Unicode Table 3-7 (well-formed byte sequences), one byte at a time.
+bool referenceValidUtf8(const std::string &s) {
+  size_t i = 0;
+  auto in = [&](size_t k, int lo, int hi) {
+    return i + k < s.size() && static_cast<uint8_t>(s[i + k]) >= lo &&
+           static_cast<uint8_t>(s[i + k]) <= hi;
+  };
+  while (i < s.size()) {
+    int c = static_cast<uint8_t>(s[i]);
+    size_t len = 0;
+    if (c <= 0x7F)
+      len = 1;
+    else if (c >= 0xC2 && c <= 0xDF && in(1, 0x80, 0xBF))
+      len = 2;
+    else if (c == 0xE0 && in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF))
+      len = 3;
+    else if (((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) &&
+             in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF))
+      len = 3;
+    else if (c == 0xED && in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF))
+      len = 3;
+    else if (c == 0xF0 && in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF))
+      len = 4;
+    else if (c >= 0xF1 && c <= 0xF3 && in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) &&
+             in(3, 0x80, 0xBF))
+      len = 4;
+    else if (c == 0xF4 && in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF))
+      len = 4;
+    if (!len)
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+TEST(Utf8, ValidatorEqualsTable37OnRandomStrings) {
+  // ASCII runs broken by two-byte characters (as in a byte-level vocabulary),
+  // longer characters, and random bytes, at lengths around the 8-byte stride.
+  const std::vector<std::string> parts = {
+      "a", "Hello, ", "\xC4\xA0", "\xC4\xA0t", "\xE6\x97\xA5", "\xF0\x9F\x98\x80",
+      "\xC3", "\x80", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE0\x9F\xBF", "\xC0\xAF"};
+  std::mt19937 rng(7);
+  int valid = 0, invalid = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    size_t pieces = rng() % 12;
+    for (size_t k = 0; k < pieces; ++k) {
+      if (rng() % 8 == 0)
+        s.push_back(static_cast<char>(rng() & 0xFF));
+      else
+        s += parts[rng() % parts.size()];
+    }
+    bool expected = referenceValidUtf8(s);
+    (expected ? valid : invalid)++;
+    ASSERT_EQ(isValidUtf8(s), expected) << "round " << round << ", " << s.size() << " bytes";
+  }
+  EXPECT_GT(valid, 1000); // both outcomes are exercised
+  EXPECT_GT(invalid, 1000);
+}
+
 // ---- BPE against the textbook loop ------------------------------------------
 
 // Repeatedly merges the adjacent pair of lowest rank, leftmost first (the
