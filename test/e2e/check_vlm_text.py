@@ -4,6 +4,8 @@ an fm_vlm model (afm7 + rw-vitdet-tiny, random weights) compiled with a
 small byte-level tokenizer embedded, checked against plain references.
 
   check_vlm_text.py --work DIR [--bin DIR]
+  check_vlm_text.py --write-tokenizer DIR   (the tokenizer alone, e.g. beside
+                                            an fm_vlm checkpoint for a demo)
 
 The tokenizer (written here) has one token per byte (id = the byte), BOS <s>
 (256), EOS </s> (257), fillers and the image token <|image_pad|> at the
@@ -226,9 +228,16 @@ def chat_checks(tool, fmb, cfg, W, n, image, tensor, work, template, label):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--work", required=True)
+    ap.add_argument("--work")
     ap.add_argument("--bin", default="")
+    ap.add_argument("--write-tokenizer", metavar="DIR",
+                    help="only write the tokenizer (and its chat template) into DIR")
     args = ap.parse_args()
+    if args.write_tokenizer:
+        write_tokenizer(args.write_tokenizer, TEMPLATE)
+        return 0
+    if not args.work:
+        ap.error("--work is required")
     tool = lambda name: os.path.join(args.bin, name) if args.bin else name
     os.makedirs(args.work, exist_ok=True)
     model = os.path.join(args.work, "ckpt")

@@ -70,7 +70,8 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
                                      const TextCallback &callback) {
   const std::string &name = session_->model().name();
   // A VLM's markers take the next images; other models' are plain text.
-  const bool vlm = !imageText_.empty();
+  const ImageEncoderInfo *e = session_->model().imageEncoder();
+  const bool vlm = e && e->imageTokenIndex >= 0;
   const int64_t markers = vlm ? countImageMarkers(user) : 0;
   const int64_t left = images() - taken_;
   if (markers > left)
@@ -89,15 +90,16 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
   Expected<std::string> text = render();
   if (!text)
     return undo(text.status());
-  const ImageEncoderInfo *e = session_->model().imageEncoder();
   if (vlm && countImageMarkers(*text) != inUse)
     return undo(Status::error(
         name + ": the chat template rendered " +
         std::to_string(countImageMarkers(*text)) + " " +
         std::string(kImageMarker) + " markers for the " +
         std::to_string(inUse) + " images of the conversation's turns"));
+  // (Markers in use imply images added, hence imageText_.)
   Expected<std::vector<TokenId>> ids = tokenizer_.encode(
-      vlm ? expandImageMarkers(*text, imageText_, e->tokens) : *text, false);
+      inUse > 0 ? expandImageMarkers(*text, imageText_, e->tokens) : *text,
+      false);
   if (!ids)
     return undo(ids.status());
   if (ids->empty())
