@@ -18,7 +18,8 @@ needed to know them. What is checked:
     argmax with the images in order, and what fm-run --tokens generates from
     those ids (whose logits vlm.test checks against the reference);
   - --image without a marker: the images go first (a note says so);
-  - marker/image count mismatches are errors naming both counts;
+  - marker/image count mismatches are errors naming both counts (--prompt,
+    --chat-file up front, stdin --chat turn by turn and at the end);
   - --chat-file with an image in turn 1 and a text-only turn 2: each turn's
     context is python3-jinja2's rendering with the marker expanded, the
     reused ids the longest common prefix with the KV cache, each reply the
@@ -62,8 +63,8 @@ def check(ok, what, detail=""):
     print("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail))
 
 
-def run(cmd, expect_fail=False):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def run(cmd, expect_fail=False, stdin=b""):
+    p = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     if p.returncode != 0 and not expect_fail:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), out, err))
@@ -277,6 +278,18 @@ def main():
         open(cf, "w").write(turns)
         rc, _, err = fm_run("--chat", "--chat-file", cf, *flags, expect_fail=True)
         check(rc != 0 and needle in err, "bad input chat %s: %s" % (what, err.strip()[-160:]))
+
+    # Interactive --chat (stdin): counted turn by turn.
+    for what, stdin, needle in (
+            ("a turn with more markers than images left", b"hi\na <image> b <image>\n",
+             "the turn holds 2 <image> markers but 1 of the 1 images added are left for it"),
+            ("an image no turn took", b"hi\nthere\n",
+             "the chat's turns held 0 <image> markers but 1 --image/--image-tensor was given")):
+        rc, _, err = run([tool("fm-run"), fmb, "--activations", "f32", "--chat",
+                          "--max-new-tokens", "2", "--image-tensor", tensors[0]],
+                         expect_fail=True, stdin=stdin)
+        check(rc != 0 and needle in err, "bad input stdin chat, %s: %s" % (
+            what, err.strip()[-160:]))
 
     # A template that rewrites the conversation's first line every turn.
     model2 = os.path.join(args.work, "ckpt_counting")
