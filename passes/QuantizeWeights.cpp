@@ -57,7 +57,7 @@ struct QuantizeWeightsPass
     if (visionBits != 0 && visionBits != 4 && visionBits != 8) {
       getOperation().emitError()
           << "fm-quantize-weights: vision-bits must be 0, 4 or 8, got "
-          << visionBits;
+          << static_cast<int64_t>(visionBits);
       return signalPassFailure();
     }
     if (visionBits != 0 && !(vision = make(visionBits)))

@@ -757,6 +757,25 @@ Expected<ImageTokens> Session::encodeImage(const float *image, int64_t count) {
   return t;
 }
 
+Status Session::addImageTokens(const float *tokens, int64_t count) {
+  Impl &s = *impl_;
+  if (!s.status)
+    return s.status;
+  const ImageEncoderInfo *e = s.model->imageEncoder();
+  if (!e || e->imageTokenIndex < 0)
+    return Status::error(s.prefix() + "is no VLM (no image placeholders in "
+                                      "its prompts): it takes no image tokens");
+  const int64_t floats = e->tokens * e->tokenWidth;
+  if (!tokens || count != floats)
+    return Status::error(s.prefix() + "an image's tokens are " +
+                         std::to_string(e->tokens) + " x " +
+                         std::to_string(e->tokenWidth) + " floats, got " +
+                         std::to_string(tokens ? count : 0));
+  s.imageRows.insert(s.imageRows.end(), tokens, tokens + floats);
+  s.pendingImages += 1;
+  return Status::ok();
+}
+
 int64_t Session::pendingImages() const { return impl_->pendingImages; }
 
 void Session::clearImages() {

@@ -5,6 +5,7 @@
 #include "TextRun.h"
 
 #include "fm/conversation.h"
+#include "fm/image_prompt.h"
 
 #include <unistd.h>
 
@@ -74,6 +75,37 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
   const bool fromFile = !args.chatFile.empty();
   if (fromFile && !readTurns(args.chatFile, &scripted))
     return abortAll("--chat-file " + args.chatFile + ": cannot read it");
+  // Images: one per <image> marker of the turns, in order, each encoded
+  // once here (fm::Conversation keeps their tokens).
+  const fm::ImageEncoderInfo *ie = loaded.model->imageEncoder();
+  const bool vlm = ie && ie->imageTokenIndex >= 0;
+  const int64_t given = static_cast<int64_t>(args.images.size());
+  auto markerCount = [](int64_t n) {
+    return std::to_string(n) + " " + std::string(fm::kImageMarker) +
+           (n == 1 ? " marker" : " markers");
+  };
+  if (fromFile && vlm) {
+    int64_t markers = 0;
+    for (const std::string &turn : scripted)
+      markers += fm::countImageMarkers(turn);
+    if (markers != given)
+      return abortAll("--chat-file " + args.chatFile + ": its turns hold " +
+                      markerCount(markers) + " but " + std::to_string(given) +
+                      " --image/--image-tensor " + (given == 1 ? "was" : "were") +
+                      " given: each marker takes the next image, in order");
+  }
+  if (given > 0 && !vlm)
+    return abortAll(loaded.model->name() + " takes no images in a chat (it is "
+                                           "no VLM): no --image with --chat");
+  for (const auto &image : args.images) {
+    auto input = loadImage(*ie, image.first, image.second);
+    if (!input)
+      return abortAll(input.message());
+    if (fm::Status s = conversation->addImage(input->data(),
+                                              static_cast<int64_t>(input->size()));
+        !s)
+      return abortAll(imageFlag(image) + ": " + s.message());
+  }
   const bool terminal = !fromFile && isatty(STDIN_FILENO);
   size_t next = 0;
   // The next user turn, or false at the end of the input.
@@ -128,15 +160,24 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                    "\"reused_tokens\": %lld, \"prefilled_tokens\": %lld, "
                    "\"generated_tokens\": %lld, \"prefill_ms\": %.3f, "
                    "\"decode_tokens_per_s\": %.3f, \"stop\": \"%s\", "
-                   "\"generated_ids\": %s, \"context_ids\": %s}\n",
+                   "\"generated_ids\": %s, \"context_ids\": %s, "
+                   "\"prefilled_images\": %lld, \"images_encoded\": %lld}\n",
                    turnNo, static_cast<long long>(turn->contextTokens),
                    static_cast<long long>(turn->reusedTokens),
                    static_cast<long long>(turn->prefilledTokens),
                    static_cast<long long>(g.tokens.size()), g.prefillMs,
                    decodeRate, fm::stopReasonName(g.stop),
-                   idsJson(g.tokens).c_str(), idsJson(turn->context).c_str());
+                   idsJson(g.tokens).c_str(), idsJson(turn->context).c_str(),
+                   static_cast<long long>(turn->prefilledImages),
+                   static_cast<long long>(conversation->images()));
     }
   }
+  if (conversation->imagesTaken() < given)
+    return abortAll("the chat's turns held " +
+                    markerCount(conversation->imagesTaken()) + " but " +
+                    std::to_string(given) + " --image/--image-tensor " +
+                    (given == 1 ? "was" : "were") +
+                    " given: each marker takes the next image, in order");
   if (leader && args.stats)
     std::fprintf(stderr, "{\"load_ms\": %.3f, \"context_tokens\": %lld, "
                          "\"peak_rss_mb\": %.1f, \"threads\": %d, "

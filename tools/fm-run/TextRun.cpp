@@ -209,6 +209,12 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
       comm->abort(1);
     return fail(message);
   };
+  double encodeMs = 0.0;
+  auto withImages = promptWithImages(prompt, args.images, *loaded.session,
+                                     leader, &encodeMs);
+  if (!withImages)
+    return abortAll(withImages.message());
+  prompt = std::move(*withImages);
   auto t0 = std::chrono::steady_clock::now();
   auto g = loaded.session->generate(prompt, sampler, options, streamed);
   if (!g)
@@ -233,7 +239,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  "\"decode_tokens_per_s\": %.3f, \"total_ms\": %.3f, "
                  "\"stop\": \"%s\", \"peak_rss_mb\": %.1f, \"threads\": %d, "
                  "\"ranks\": %d, \"device\": \"%s\", \"prompt_ids\": %s, "
-                 "\"generated_ids\": %s}\n",
+                 "\"generated_ids\": %s, \"images\": %zu, \"encode_ms\": %.3f}\n",
                  loaded.loadMs, static_cast<long long>(g->promptTokens),
                  perSecond(g->promptTokens, g->prefillMs),
                  static_cast<long long>(g->tokens.size()),
@@ -241,7 +247,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  fm::stopReasonName(g->stop), peakRssMb(),
                  loaded.session->threads(), comm ? comm->size() : 1,
                  loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
-                 idsJson(g->tokens).c_str());
+                 idsJson(g->tokens).c_str(), args.images.size(), encodeMs);
   }
   return *guided;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "Guided.h"
+#include "Images.h"
 #include "LogitBias.h"
 
 #include "fm/communicator.h"
@@ -38,6 +39,7 @@ struct TextArgs {
   GuidedArgs guided; // --json-schema, --grammar, --regex, --tools, --eos
   std::vector<std::string> logitBias; // --logit-bias ID=BIAS
   std::vector<std::string> adapters;  // --adapter FILE[:scale]
+  ImageArgs images; // --image, --image-tensor: one per <image> marker
 };
 
 /// Whether the command line asks for a text mode.

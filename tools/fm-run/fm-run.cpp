@@ -8,6 +8,7 @@
 // encoder alone writes them (--image-tokens-out).
 #include "Adapters.h"
 #include "Guided.h"
+#include "Images.h"
 #include "LogitBias.h"
 #include "TextRun.h"
 
@@ -64,47 +65,6 @@ struct Args {
   fmrun::GuidedArgs guided;
   std::vector<std::string> logitBias; // --logit-bias ID=BIAS
 };
-
-// An image as the encoder's input tensor: a PNG/JPEG file preprocessed as
-// the artifact says, or a [channels, height, width] float32 .npy as is.
-fm::Expected<std::vector<float>> loadImage(const fm::ImageEncoderInfo &e,
-                                           bool tensor, const std::string &path) {
-  if (tensor) {
-    fm::NpyArray a;
-    std::string error;
-    if (!fm::readNpyF32(path, &a, &error))
-      return fm::Status::error("--image-tensor " + error);
-    const std::vector<int64_t> want = {e.channels, e.height, e.width};
-    if (a.shape != want) {
-      std::string got;
-      for (int64_t d : a.shape)
-        got += (got.empty() ? "" : ", ") + std::to_string(d);
-      return fm::Status::error("--image-tensor " + path + ": shape [" + got +
-                               "], the image encoder takes [" +
-                               std::to_string(e.channels) + ", " +
-                               std::to_string(e.height) + ", " +
-                               std::to_string(e.width) + "] float32");
-    }
-    return std::move(a.data);
-  }
-  if (e.channels != 3 || e.height != e.width)
-    return fm::Status::error(
-        "--image " + path + ": the image encoder takes a [" +
-        std::to_string(e.channels) + ", " + std::to_string(e.height) + ", " +
-        std::to_string(e.width) +
-        "] tensor, not a square RGB image: give it with --image-tensor");
-  fm::image::Preprocess p;
-  p.size = e.height;
-  auto filter = fm::image::parseResample(e.resample);
-  if (!filter)
-    return filter.status();
-  p.resample = *filter;
-  for (int c = 0; c < 3; ++c) {
-    p.mean[c] = e.mean[c];
-    p.std[c] = e.std[c];
-  }
-  return fm::image::preprocessImageFile(path, p);
-}
 
 // --activations (checked by CLI11 to be one of these names).
 fm::SessionOptions::Activations activationsOf(const std::string &name) {
@@ -341,7 +301,7 @@ int run(const Args &args, fm::Communicator *comm) {
   double encodeMs = 0.0;
   int64_t tokenWidth = 0;
   for (const auto &[tensor, path] : args.images) {
-    auto input = loadImage(*model->imageEncoder(), tensor, path);
+    auto input = fmrun::loadImage(*model->imageEncoder(), tensor, path);
     if (!input)
       return abortAll(input.message());
     auto t0 = std::chrono::steady_clock::now();
@@ -604,7 +564,8 @@ int main(int argc, char **argv) {
   app.add_option("--image", "a PNG or JPEG file for the image encoder, "
                             "decoded and preprocessed as the model says "
                             "(repeatable: one per run of image placeholders "
-                            "in --tokens, in order)")
+                            "in --tokens, or per <image> marker in --prompt "
+                            "and --chat turns, in order)")
       ->each([&args](const std::string &p) { args.images.push_back({false, p}); })
       ->trigger_on_parse() // in command-line order with --image-tensor
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -663,9 +624,6 @@ int main(int argc, char **argv) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
       return fail("--tokens, --score and --logits-out work on token ids, not "
                   "with --prompt or --chat");
-    if (!args.images.empty())
-      return fail("--image and --image-tensor work with --tokens in this "
-                  "build, not yet with --prompt or --chat");
     text.model = args.model;
     text.device = args.device;
     text.activations = args.activations;
@@ -683,6 +641,7 @@ int main(int argc, char **argv) {
     text.guided = args.guided;
     text.logitBias = args.logitBias;
     text.adapters = args.adapters;
+    text.images = args.images;
     rc = fmrun::runText(text, comm.get());
   } else {
     if (!text.stop.empty() || text.noSpecialTokens || !text.system.empty())

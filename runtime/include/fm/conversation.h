@@ -36,6 +36,9 @@ struct ChatTurn {
   int64_t reusedTokens = 0;
   /// Prefilled this turn: contextTokens - reusedTokens.
   int64_t prefilledTokens = 0;
+  /// Images whose placeholders were among the prefilled tokens (their kept
+  /// tokens, not encoded again).
+  int64_t prefilledImages = 0;
 };
 
 /// Every turn renders the whole conversation with the template, encodes it
@@ -61,6 +64,22 @@ public:
                          const GenerateOptions &options = {},
                          const TextCallback &callback = {});
 
+  /// A VLM's image for the user turns' `<image>` markers (fm/image_prompt.h):
+  /// encoded now, once (Session::encodeImage), and its tokens kept for as
+  /// long as the conversation lasts. Images are taken by the markers of the
+  /// turns said after them, in order: the first marker not yet taken takes
+  /// the first image not yet taken. The template renders the markers as
+  /// text; in the rendered conversation each becomes the image token's text
+  /// once per image token (as Hugging Face's processors expand it) before it
+  /// is encoded, so the template sees what the user wrote. When the cache
+  /// keeps an image's placeholders its tokens are not needed again; when a
+  /// re-rendering prefills them anew, the kept tokens go in
+  /// (Session::addImageTokens).
+  Status addImage(const float *image, int64_t count);
+  /// Images added, and of those the ones the turns' markers have taken.
+  int64_t images() const { return static_cast<int64_t>(images_.size()); }
+  int64_t imagesTaken() const { return taken_; }
+
   const std::vector<ChatMessage> &messages() const { return messages_; }
   /// The conversation as the template renders it now, with the generation
   /// prompt.
@@ -73,6 +92,9 @@ private:
   ChatTemplate template_;
   ChatTemplateOptions templateOptions_;
   std::vector<ChatMessage> messages_;
+  std::string imageText_;                 // the image token's text ("": no VLM)
+  std::vector<std::vector<float>> images_; // each image's tokens
+  int64_t taken_ = 0;
 };
 
 } // namespace fm

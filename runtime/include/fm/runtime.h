@@ -400,6 +400,12 @@ public:
   /// tokens in order, `tokens` placeholders per image, and that prefill
   /// uses them up. Errors name what is wrong (no encoder, a wrong size).
   Expected<ImageTokens> encodeImage(const float *image, int64_t count);
+  /// Keeps an image's tokens made earlier by encodeImage (rows × width
+  /// floats as it returned them) for the next prefill, as encodeImage does,
+  /// without running the encoder again: for a conversation whose re-rendered
+  /// prompt prefills an image that the KV cache no longer holds. An error
+  /// when the model is no VLM or `count` is not one image's tokens.
+  Status addImageTokens(const float *tokens, int64_t count);
   /// Images encoded and not yet used by a prefill.
   int64_t pendingImages() const;
   /// Forgets the pending images.

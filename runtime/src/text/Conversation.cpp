@@ -1,6 +1,8 @@
 // fm::Conversation (fm/conversation.h).
 #include "fm/conversation.h"
 
+#include "fm/image_prompt.h"
+
 #include <algorithm>
 
 namespace fm {
@@ -33,7 +35,30 @@ Expected<Conversation> Conversation::start(Session &session,
   c.templateOptions_.extraJson = options.extraJson;
   if (!options.system.empty())
     c.messages_.push_back({"system", options.system});
+  // A VLM's markers need its image token's text; a tokenizer without it
+  // fails at the first image, not here (text-only chats still work).
+  if (const ImageEncoderInfo *e = model.imageEncoder();
+      e && e->imageTokenIndex >= 0)
+    if (Expected<std::string> text = imageTokenText(model, *tokenizer); text)
+      c.imageText_ = *text;
   return c;
+}
+
+Status Conversation::addImage(const float *image, int64_t count) {
+  const Model &model = session_->model();
+  const ImageEncoderInfo *e = model.imageEncoder();
+  if (!e || e->imageTokenIndex < 0 || imageText_.empty()) {
+    Expected<std::string> text = imageTokenText(model, tokenizer_);
+    return text ? Status::error(model.name() + ": cannot add an image")
+                : text.status();
+  }
+  session_->clearImages();
+  Expected<ImageTokens> tokens = session_->encodeImage(image, count);
+  if (!tokens)
+    return tokens.status();
+  images_.emplace_back(tokens->data, tokens->data + tokens->rows * tokens->width);
+  session_->clearImages(); // say() hands the session the images it prefills
+  return Status::ok();
 }
 
 Expected<std::string> Conversation::render() const {
@@ -43,20 +68,51 @@ Expected<std::string> Conversation::render() const {
 Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
                                      const GenerateOptions &options,
                                      const TextCallback &callback) {
+  const std::string &name = session_->model().name();
+  // A VLM's markers take the next images; other models' are plain text.
+  const ImageEncoderInfo *e = session_->model().imageEncoder();
+  const bool vlm = e && e->imageTokenIndex >= 0;
+  const int64_t markers = vlm ? countImageMarkers(user) : 0;
+  const int64_t left = images() - taken_;
+  if (markers > left)
+    return Status::error(
+        name + ": the turn holds " + std::to_string(markers) + " " +
+        std::string(kImageMarker) + " marker" + (markers == 1 ? "" : "s") +
+        " but " + std::to_string(left) + " of the " + std::to_string(images()) +
+        " images added are left for it");
+  const int64_t inUse = taken_ + markers;
   messages_.push_back({"user", user});
   auto undo = [&](const Status &s) {
     messages_.pop_back();
+    session_->clearImages();
     return s;
   };
   Expected<std::string> text = render();
   if (!text)
     return undo(text.status());
-  Expected<std::vector<TokenId>> ids = tokenizer_.encode(*text, false);
+  if (vlm && countImageMarkers(*text) != inUse)
+    return undo(Status::error(
+        name + ": the chat template rendered " +
+        std::to_string(countImageMarkers(*text)) + " " +
+        std::string(kImageMarker) + " markers for the " +
+        std::to_string(inUse) + " images of the conversation's turns"));
+  // (Markers in use imply images added, hence imageText_.)
+  Expected<std::vector<TokenId>> ids = tokenizer_.encode(
+      inUse > 0 ? expandImageMarkers(*text, imageText_, e->tokens) : *text,
+      false);
   if (!ids)
     return undo(ids.status());
   if (ids->empty())
-    return undo(Status::error(session_->model().name() +
-                              ": the chat template rendered no tokens"));
+    return undo(Status::error(name + ": the chat template rendered no tokens"));
+  const int32_t placeholder = vlm ? static_cast<int32_t>(e->imageTokenIndex) : -1;
+  if (vlm && std::count(ids->begin(), ids->end(), placeholder) != inUse * e->tokens)
+    return undo(Status::error(
+        name + ": the conversation encodes to " +
+        std::to_string(std::count(ids->begin(), ids->end(), placeholder)) +
+        " image placeholders (token " + std::to_string(placeholder) +
+        ") for " + std::to_string(inUse) + " images of " +
+        std::to_string(e->tokens) + ": its text holds the image token's "
+        "text '" + imageText_ + "' itself; write " + std::string(kImageMarker)));
 
   // What the cache holds and the new rendering share.
   const std::vector<int32_t> &cached = session_->tokens();
@@ -66,7 +122,27 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
                     ids->begin())
           .first -
       cached.begin();
-  const size_t keep = common == ids->size() ? common - 1 : common;
+  size_t keep = common == ids->size() ? common - 1 : common;
+  // An image is prefilled whole: a cut inside its placeholders moves to
+  // their start. The images the kept prefix does not hold go in again, in
+  // order, from their kept tokens. (A common prefix holds the same images:
+  // the turns' images are numbered in the order the template renders them,
+  // and the placeholders before a position are the same in both.)
+  int64_t keptImages = 0, prefilledImages = 0;
+  if (vlm) {
+    while (keep > 0 && (*ids)[keep] == placeholder &&
+           (*ids)[keep - 1] == placeholder)
+      --keep;
+    keptImages = std::count(ids->begin(), ids->begin() + static_cast<long>(keep),
+                            placeholder) / e->tokens;
+    session_->clearImages();
+    for (int64_t k = keptImages; k < inUse; ++k) {
+      const std::vector<float> &t = images_[static_cast<size_t>(k)];
+      if (Status s = session_->addImageTokens(t.data(), static_cast<int64_t>(t.size())); !s)
+        return undo(s);
+      ++prefilledImages;
+    }
+  }
   if (Status s = session_->keepPrefix(static_cast<int64_t>(keep)); !s)
     return undo(s);
   const std::vector<int32_t> rest(ids->begin() + static_cast<long>(keep),
@@ -80,6 +156,8 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
   turn.contextTokens = static_cast<int64_t>(ids->size());
   turn.reusedTokens = static_cast<int64_t>(keep);
   turn.prefilledTokens = static_cast<int64_t>(rest.size());
+  turn.prefilledImages = prefilledImages;
+  taken_ = inUse;
   turn.reply = std::move(*reply);
   turn.context = std::move(*ids);
   messages_.push_back({"assistant", turn.reply.text});

@@ -1,0 +1,118 @@
+// fm-run's images (Images.h).
+#include "Images.h"
+
+#include "fm/image.h"
+#include "fm/image_prompt.h"
+#include "fm/npy.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace fmrun {
+
+fm::Expected<std::vector<float>> loadImage(const fm::ImageEncoderInfo &e,
+                                           bool tensor, const std::string &path) {
+  if (tensor) {
+    fm::NpyArray a;
+    std::string error;
+    if (!fm::readNpyF32(path, &a, &error))
+      return fm::Status::error("--image-tensor " + error);
+    const std::vector<int64_t> want = {e.channels, e.height, e.width};
+    if (a.shape != want) {
+      std::string got;
+      for (int64_t d : a.shape)
+        got += (got.empty() ? "" : ", ") + std::to_string(d);
+      return fm::Status::error("--image-tensor " + path + ": shape [" + got +
+                               "], the image encoder takes [" +
+                               std::to_string(e.channels) + ", " +
+                               std::to_string(e.height) + ", " +
+                               std::to_string(e.width) + "] float32");
+    }
+    return std::move(a.data);
+  }
+  if (e.channels != 3 || e.height != e.width)
+    return fm::Status::error(
+        "--image " + path + ": the image encoder takes a [" +
+        std::to_string(e.channels) + ", " + std::to_string(e.height) + ", " +
+        std::to_string(e.width) +
+        "] tensor, not a square RGB image: give it with --image-tensor");
+  fm::image::Preprocess p;
+  p.size = e.height;
+  auto filter = fm::image::parseResample(e.resample);
+  if (!filter)
+    return filter.status();
+  p.resample = *filter;
+  for (int c = 0; c < 3; ++c) {
+    p.mean[c] = e.mean[c];
+    p.std[c] = e.std[c];
+  }
+  return fm::image::preprocessImageFile(path, p);
+}
+
+std::string imageFlag(const std::pair<bool, std::string> &image) {
+  return (image.first ? "--image-tensor " : "--image ") + image.second;
+}
+
+fm::Expected<std::string> promptWithImages(const std::string &prompt,
+                                           const ImageArgs &images,
+                                           fm::Session &session, bool leader,
+                                           double *encodeMs) {
+  const fm::Model &model = session.model();
+  const fm::ImageEncoderInfo *e = model.imageEncoder();
+  const bool vlm = e && e->imageTokenIndex >= 0;
+  if (!vlm) {
+    if (!images.empty())
+      return fm::Status::error(model.name() +
+                               " takes no images in a prompt (it is no VLM): "
+                               "no --image with --prompt");
+    return prompt; // markers are plain text here
+  }
+  const int64_t markers = fm::countImageMarkers(prompt);
+  const int64_t given = static_cast<int64_t>(images.size());
+  std::string text = prompt;
+  if (markers == 0 && given > 0) {
+    text.clear();
+    for (int64_t i = 0; i < given; ++i)
+      text += fm::kImageMarker;
+    text += prompt;
+    if (leader)
+      std::fprintf(stderr,
+                   "fm-run: note: the prompt holds no %s marker: the %lld "
+                   "image%s go%s before its text\n",
+                   std::string(fm::kImageMarker).c_str(),
+                   static_cast<long long>(given), given == 1 ? "" : "s",
+                   given == 1 ? "es" : "");
+  } else if (markers != given) {
+    return fm::Status::error(
+        "the prompt holds " + std::to_string(markers) + " " +
+        std::string(fm::kImageMarker) + " marker" + (markers == 1 ? "" : "s") +
+        " but " + std::to_string(given) + " --image/--image-tensor " +
+        (given == 1 ? "was" : "were") +
+        " given: each marker takes the next image, in order");
+  }
+  if (given == 0)
+    return text;
+  auto tokenizer = model.tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
+  auto tokenText = fm::imageTokenText(model, *tokenizer);
+  if (!tokenText)
+    return tokenText.status();
+  session.clearImages();
+  for (const auto &image : images) {
+    auto input = loadImage(*e, image.first, image.second);
+    if (!input)
+      return input.status();
+    auto t0 = std::chrono::steady_clock::now();
+    auto encoded =
+        session.encodeImage(input->data(), static_cast<int64_t>(input->size()));
+    if (!encoded)
+      return fm::Status::error(imageFlag(image) + ": " + encoded.message());
+    *encodeMs += std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+  }
+  return fm::expandImageMarkers(text, *tokenText, e->tokens);
+}
+
+} // namespace fmrun
