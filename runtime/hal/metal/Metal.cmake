@@ -119,6 +119,7 @@ set(_sources
   MetalMoe.mm
   MetalPipelines.mm
   MetalQueue.mm
+  MetalVision.mm
 )
 list(TRANSFORM _sources PREPEND ${FM_METAL_DIR}/)
 target_sources(fm_hal PRIVATE ${_embedded} ${_sources})

@@ -72,6 +72,13 @@ public:
   /// earlier dispatch).
   Status dispatchIndirect(const Pipeline &p, const BoundRange *ranges, const void *push,
                           id<MTLBuffer> args, uint64_t offset);
+  /// Encodes a write of `bytes` host bytes (copied now) at `offset` of
+  /// `buffer`, after every dispatch encoded before and before every one
+  /// after (a VLM's image rows into its embedding): a blit from a copy of
+  /// them between two compute encoders of the command buffer (the
+  /// counterpart of VulkanQueue::update).
+  Status update(const MetalBuffer &buffer, uint64_t offset, const void *data,
+                uint64_t bytes);
 
 private:
   explicit MetalQueue(std::shared_ptr<MetalContext> ctx) : ctx_(std::move(ctx)) {}
@@ -112,6 +119,12 @@ public:
   Expected<std::unique_ptr<Kernel>> prepareDispatch(const DispatchDesc &) override;
   Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
   Expected<std::unique_ptr<Kernel>> prepareAllReduce(const AllReduceDesc &) override;
+  // The image encoders' kernels (MetalVision.mm).
+  Expected<std::unique_ptr<Kernel>> preparePatchEmbed(const PatchEmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareLayerNorm(const LayerNormDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareVitAttention(const VitAttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareConv3x3(const Conv3x3Desc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareAvgPool(const AvgPoolDesc &) override;
 
   MetalContext &context() const { return *ctx_; }
   const std::shared_ptr<MetalContext> &sharedContext() const { return ctx_; }

@@ -29,6 +29,7 @@ public:
   static Expected<std::unique_ptr<Kernel>> make(MetalDevice &dev, const EmbedDesc &d) {
     std::unique_ptr<EmbedKernel> k(new EmbedKernel());
     WeightBinding wb(d.table);
+    k->out_ = d.out;
     k->width_ = uint32_t(d.out.width);
     k->elemSize_ = wb.elemSize;
     k->rowBytes_ = uint64_t(wb.rowElems(d.table, d.out.width)) * wb.elemSize;
@@ -54,6 +55,12 @@ public:
   Status run(Queue &queue, const Launch &l) const override {
     MetalQueue &q = mq(queue);
     for (int64_t r = 0; r < l.rows; ++r) {
+      if (l.embedRows && l.embedRows[r]) { // a VLM's image token: its host row
+        FM_RETURN_IF_ERROR(q.update(mbuf(out_.buffer),
+                                    out_.offset + uint64_t(r) * uint64_t(out_.stride) * 4,
+                                    l.embedRows[r], uint64_t(out_.width) * 4));
+        continue;
+      }
       const uint64_t row = uint64_t(l.tokens[r]) * rowBytes_;
       EmbedPush push;
       push.rowOff = ranges_[0].elem + uint32_t(row / elemSize_);
@@ -69,6 +76,7 @@ private:
   EmbedKernel() = default;
   const Pipeline *pipeline_ = nullptr;
   std::vector<BoundRange> ranges_; // table, output
+  Rows out_;
   uint64_t rowBytes_ = 0;
   uint32_t elemSize_ = 4, width_ = 0, outStride_ = 0;
 };
@@ -446,20 +454,20 @@ private:
 Expected<std::unique_ptr<Kernel>> makeMoeKernel(MetalDevice &dev, const MoeDesc &d);
 Expected<std::unique_ptr<Kernel>> makeLoraMatmul(MetalDevice &dev, const MatmulDesc &d,
                                                  std::unique_ptr<Kernel> base);
+Expected<std::unique_ptr<Kernel>> makeMatmulEpilogue(MetalDevice &dev, const MatmulDesc &d,
+                                                     std::unique_ptr<Kernel> base);
 
 Expected<std::unique_ptr<Kernel>> MetalDevice::prepareEmbed(const EmbedDesc &d) {
   return EmbedKernel::make(*this, d);
 }
 Expected<std::unique_ptr<Kernel>> MetalDevice::prepareMatmul(const MatmulDesc &d) {
-  // The image encoders' epilogues are not in the matmul kernel: refuse them
-  // rather than drop them (as the Vulkan device does).
-  if (d.bias.present() || d.activation != Activation::None)
-    return Status::error("metal: a matmul with a bias or an activation (the image "
-                         "encoders') is not supported on this device");
   auto base = MatmulKernel::make(*this, d);
-  if (!base || d.lora.empty())
+  if (base && !d.lora.empty()) // adapters: their side path after it (MetalLora.mm)
+    base = makeLoraMatmul(*this, d, std::move(*base));
+  if (!base || (!d.bias.present() && d.activation == Activation::None))
     return base;
-  return makeLoraMatmul(*this, d, std::move(*base));
+  // The image encoders' bias and GELU: an epilogue after it (MetalVision.mm).
+  return makeMatmulEpilogue(*this, d, std::move(*base));
 }
 Expected<std::unique_ptr<Kernel>> MetalDevice::prepareAttention(const AttentionDesc &d) {
   return AttentionKernel::make(*this, d);

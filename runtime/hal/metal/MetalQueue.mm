@@ -74,6 +74,42 @@ Status MetalQueue::dispatchIndirect(const Pipeline &p, const BoundRange *ranges,
   return Status::ok();
 }
 
+Status MetalQueue::update(const MetalBuffer &buffer, uint64_t offset, const void *data,
+                          uint64_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  FM_RETURN_IF_ERROR(begin());
+  @autoreleasepool {
+    // The bytes are copied now (the caller's rows may change before the
+    // command buffer runs). Metal orders the encoders of one command buffer
+    // by the buffers they use (default hazard tracking), as the Vulkan
+    // device's barriers do.
+    id<MTLBuffer> src = [ctx_->device() newBufferWithBytes:data
+                                                    length:bytes
+                                                   options:MTLResourceStorageModeShared];
+    if (!src)
+      return Status::error("metal: newBufferWithBytes failed (" + std::to_string(bytes) +
+                           " bytes of image rows)");
+    [encoder_ endEncoding];
+    encoder_ = nil;
+    id<MTLBlitCommandEncoder> blit = [cmd_ blitCommandEncoder];
+    if (!blit)
+      return Status::error("metal: blitCommandEncoder failed");
+    [blit copyFromBuffer:src
+             sourceOffset:0
+                 toBuffer:buffer.handle()
+        destinationOffset:offset
+                     size:bytes];
+    [blit endEncoding];
+    // The next dispatch (and flush) continue in a compute encoder of the
+    // same command buffer.
+    encoder_ = [cmd_ computeCommandEncoderWithDispatchType:MTLDispatchTypeSerial];
+    if (!encoder_)
+      return Status::error("metal: computeCommandEncoderWithDispatchType failed");
+  }
+  return Status::ok();
+}
+
 Status MetalQueue::flush() {
   if (!encoder_)
     return Status::ok();
