@@ -24,8 +24,8 @@ configure: $(BUILD)/build.ninja
 build: deps configure
 	ninja -C $(BUILD) -j$(JOBS)
 
-# SANITIZE=1 adds the runtime's sanitizer runs to check (about 20 min more on
-# 2 cores, measured: README): not yet in .ci/run's 45-minute budget.
+# SANITIZE=1 adds the runtime's sanitizer runs to check (about 15 min more on
+# 2 cores, measured: README); .ci/run runs check, then check-sanitize-runtime.
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j1
 ifeq ($(SANITIZE),1)

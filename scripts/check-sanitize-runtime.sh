@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer part of `make check`, sized for CI's 2 cores: the runtime
+# The sanitizer part of CI (.ci/run), sized for its 2 cores: the runtime
 # (everything a device runs) under ASan + UBSan in a runtime-only build (no
 # MLIR: a fraction of the whole project's build), with
 #   1. every test of that build (kernels, loader, executor, sessions,
@@ -9,10 +9,18 @@
 #   3. the corruption test (test/corrupt/flip_bytes.py) with this fm-run
 #      and loader: a changed byte is a clean error or a clean run, and
 #      touches no byte it must not;
-# then the threaded tests under TSan (scripts/check-tsan.sh). The runtime's
+# and the threaded tests under TSan (scripts/check-tsan.sh). The runtime's
 # arenas, caches and scratch are heap blocks of their exact size in these
 # builds (FM_HEAP_HOST_MEMORY), so that overruns trap. `make check-sanitize`
 # is the whole project under ASan + UBSan (compiler included).
+#
+# Sized by measurement (the README has the numbers): both builds at -O1
+# (cmake/FmSanitize.cmake), built side by side so that neither core idles
+# in the other's links; the benchmarks not built; the tests two at a time;
+# the slowest data-driven tests sampled (FM_TEST_SAMPLE);
+# the corruption test on fewer fm-run offsets (FLIP_RUN_EVERY) and image
+# bytes (FLIP_IMAGE_STRIDE) than the plain build's corrupt.flips, which runs
+# the whole set.
 #
 #   scripts/check-sanitize-runtime.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]
 #     (default PLAIN_BUILD-asan-runtime and PLAIN_BUILD-tsan; JOBS, default 2;
@@ -20,8 +28,10 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 PLAIN=$(cd "${1:?usage: check-sanitize-runtime.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]}" && pwd)
-ASAN_BUILD=${2:-$PLAIN-asan-runtime}
-TSAN_BUILD=${3:-$PLAIN-tsan}
+# Absolute: lit runs the e2e tests in their own directories, where a
+# relative fm_run_dir would silently leave PLAIN_BUILD's fm-run on the PATH.
+ASAN_BUILD=$(mkdir -p "${2:-$PLAIN-asan-runtime}" && cd "${2:-$PLAIN-asan-runtime}" && pwd)
+TSAN_BUILD=$(mkdir -p "${3:-$PLAIN-tsan}" && cd "${3:-$PLAIN-tsan}" && pwd)
 JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
 start=$(date +%s)
@@ -33,18 +43,37 @@ stage() { # NAME COMMAND...: runs it; a failure stops here unless KEEP_GOING=1
   fi
 }
 
-echo "check-sanitize-runtime: ASan + UBSan runtime build in $ASAN_BUILD"
+echo "check-sanitize-runtime: ASan + UBSan runtime build in $ASAN_BUILD, TSan in $TSAN_BUILD"
 mkdir -p "$ASAN_BUILD"
 cmake -G Ninja -S "$SRC" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
   -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=address,undefined \
   -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$ASAN_BUILD/configure.log" 2>&1 \
   || { cat "$ASAN_BUILD/configure.log"; exit 1; }
-ninja -C "$ASAN_BUILD" -j"$JOBS"
+JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
+# Everything but the benchmarks (bench/*: timings mean nothing here).
+ASAN_TARGETS=$(ninja -C "$ASAN_BUILD" -t query all | awk '/^    / && $1 !~ /^bench\// {print $1}')
+# Both builds at once, each with JOBS jobs: while one links (one job), the
+# other compiles.
+ninja -C "$ASAN_BUILD" -j"$JOBS" $ASAN_TARGETS > "$ASAN_BUILD/build.log" 2>&1 &
+asan_pid=$!
+tsan_ok=1
+JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" build > "$TSAN_BUILD/build.log" 2>&1 \
+  || tsan_ok=0
+asan_ok=1
+wait "$asan_pid" || asan_ok=0
+[ "$asan_ok" = 1 ] || { tail -50 "$ASAN_BUILD/build.log"; echo "check-sanitize-runtime: ASan build failed" >&2; exit 1; }
+[ "$tsan_ok" = 1 ] || { tail -50 "$TSAN_BUILD/build.log"; echo "check-sanitize-runtime: TSan build failed" >&2; exit 1; }
 built=$(date +%s)
 # Left out: the tests that run no runtime code (python's own checks, ptxas on
-# the CUDA sources) and the vision benchmark (timings mean nothing here).
-stage units ctest --test-dir "$ASAN_BUILD" --output-on-failure -j1 \
-  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|bench\..*)$'
+# the CUDA sources, the NEON check's uninstrumented cross-build under qemu)
+# and the vision benchmark. Two at a time: most are single-threaded (one
+# process after another), and the threaded ones have serial stretches.
+# FM_TEST_SAMPLE (default 4) has the slowest data-driven tests (the JSON
+# Schema suite, fm-run's guided modes, constrained generation) run 1/N of
+# their cases: each case costs ~30x under ASan, every code path still runs,
+# and the plain build runs them all.
+stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure -j"$JOBS" \
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|bench\..*)$'
 units=$(date +%s)
 
 # fmc from the plain build, fm-run (and every runtime tool) from this one:
@@ -52,15 +81,16 @@ units=$(date +%s)
 # build) and the device tests (need the plain build's GPU layers) are left
 # to the plain run.
 LIT=$(sed -n 's/^LLVM_LIT:FILEPATH=//p' "$PLAIN/CMakeCache.txt")
-stage e2e "$LIT" -sv --param fm_run_dir="$ASAN_BUILD/bin" --filter-out 'mpi|device' "$PLAIN/test/e2e"
+stage e2e "$LIT" -sv -j"$JOBS" --param fm_run_dir="$ASAN_BUILD/bin" --filter-out 'mpi|device' "$PLAIN/test/e2e"
 lit_done=$(date +%s)
 stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$PLAIN/bin/fmc" \
-  --work "$ASAN_BUILD/flips" --offsets "${FLIP_OFFSETS:-500}"
-e2e=$(date +%s)
+  --work "$ASAN_BUILD/flips" --offsets "${FLIP_OFFSETS:-500}" --run-every "${FLIP_RUN_EVERY:-5}" \
+  --image-stride "${FLIP_IMAGE_STRIDE:-4}"
+flips=$(date +%s)
 
-stage tsan env JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD"
+stage tsan env JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" test
 done_=$(date +%s)
 echo "check-sanitize-runtime: $([ -z "$failed" ] && echo passed || echo "FAILED ($failed )")" \
-     "in $((done_ - start)) s (ASan+UBSan build $((built - start)) s, its tests $((units - built)) s," \
-     "e2e $((lit_done - units)) s, flips $((e2e - lit_done)) s; TSan $((done_ - e2e)) s)"
+     "in $((done_ - start)) s (ASan+UBSan and TSan builds $((built - start)) s, ASan tests $((units - built)) s," \
+     "e2e $((lit_done - units)) s, flips $((flips - lit_done)) s, TSan tests $((done_ - flips)) s)"
 [ -z "$failed" ]

@@ -4,7 +4,7 @@
 # under TSan (scripts/check-tsan.sh). Every sanitizer report fails its test
 # (scripts/sanitize-env.sh); there are no suppressions. The runtime's
 # arenas, caches and scratch are heap blocks of their exact size there
-# (FM_HEAP_HOST_MEMORY), so that overruns trap. `make check` runs the
+# (FM_HEAP_HOST_MEMORY), so that overruns trap. `.ci/run` runs the
 # runtime's part of this (scripts/check-sanitize-runtime.sh), which fits
 # CI's budget; this one does not (see the README).
 #

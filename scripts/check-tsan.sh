@@ -5,10 +5,13 @@
 # (runtime.executor), the loader, and the tokenizer's and grammar's caches
 # shared by threads (runtime.shared_caches). Every report fails its test.
 #
-#   scripts/check-tsan.sh [TSAN_BUILD]   (default build-tsan; JOBS, default 2)
+#   scripts/check-tsan.sh [TSAN_BUILD [STEP]]   (default build-tsan; JOBS, default 2)
+# STEP is configure, build, test or all (the default);
+# check-sanitize-runtime.sh runs the steps apart, to build beside ASan.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 TSAN_BUILD=${1:-$SRC/build-tsan}
+STEP=${2:-all}
 JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
 TARGETS=(fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
@@ -16,13 +19,21 @@ TARGETS=(fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
 TESTS='^runtime\.(kernels|qkernels|qgemm|vision_kernels|attention_flash|lora|loader|executor|shared_caches)$'
 
 start=$(date +%s)
-mkdir -p "$TSAN_BUILD"
-cmake -G Ninja -S "$SRC" -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
-  -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=thread \
-  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$TSAN_BUILD/configure.log" 2>&1 \
-  || { cat "$TSAN_BUILD/configure.log"; exit 1; }
-ninja -C "$TSAN_BUILD" -j"$JOBS" "${TARGETS[@]}"
+if [ "$STEP" = configure ] || [ "$STEP" = all ]; then
+  mkdir -p "$TSAN_BUILD"
+  cmake -G Ninja -S "$SRC" -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
+    -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=thread \
+    -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$TSAN_BUILD/configure.log" 2>&1 \
+    || { cat "$TSAN_BUILD/configure.log"; exit 1; }
+fi
+if [ "$STEP" = build ] || [ "$STEP" = all ]; then
+  ninja -C "$TSAN_BUILD" -j"$JOBS" "${TARGETS[@]}"
+fi
 built=$(date +%s)
-(cd "$TSAN_BUILD" && ctest --output-on-failure -j1 -R "$TESTS")
+if [ "$STEP" = test ] || [ "$STEP" = all ]; then
+  # The tests split their work over threads of their own, but each also has
+  # long single-threaded stretches: two at a time keep both cores busy.
+  (cd "$TSAN_BUILD" && ctest --output-on-failure -j"$JOBS" -R "$TESTS")
+fi
 done_=$(date +%s)
-echo "check-tsan: passed (build $((built - start)) s, tests $((done_ - built)) s)"
+echo "check-tsan: $STEP passed (build $((built - start)) s, tests $((done_ - built)) s)"

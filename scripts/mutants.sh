@@ -12,6 +12,9 @@
 # ctest -R regex) runs those tests before the whole suite, so that a mutant
 # they kill costs seconds (a survivor still runs everything). STOP_AT (a
 # `date +%s` time) leaves the mutants not started by then unrun (counted).
+# TARGETS (ninja targets, default all) rebuilds only those, and ONLY_FIRST=1
+# runs FIRST alone: a mutant that survives it is reported "SURVIVED FIRST"
+# (not the whole suite's verdict), for a quick pass over a subset.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd) # absolute: the tests run inside it
@@ -57,12 +60,13 @@ while IFS= read -r line <&3; do
     broken=$((broken + 1)); restore; continue
   fi
   log="$BUILD/mutant.log"
-  if ! flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" > "$log" 2>&1 < /dev/null; then
+  if ! flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" ${TARGETS:-} > "$log" 2>&1 < /dev/null; then
     result="KILLED (does not build)"
     killed=$((killed + 1))
   elif { [ -z "${FIRST:-}" ] || (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure -R "$FIRST" >> "$log" 2>&1 < /dev/null); } &&
-       (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure "${EXCLUDE[@]}" >> "$log" 2>&1 < /dev/null); then
-    result="SURVIVED"
+       { [ "${ONLY_FIRST:-0}" = 1 ] ||
+         (cd "$BUILD" && flock "$LOCK" ctest -j1 --stop-on-failure "${EXCLUDE[@]}" >> "$log" 2>&1 < /dev/null); }; then
+    result="SURVIVED$([ "${ONLY_FIRST:-0}" = 1 ] && echo " FIRST ($FIRST)")"
     survived=$((survived + 1))
   else
     test=$(grep -oE '[0-9]+ - [^ ]+ \(Failed|[0-9]+ - [^ ]+ \((Failed|SEGFAULT|Subprocess aborted|Timeout)' "$log" | head -1 | sed 's/ (.*//; s/^[0-9]* - //')
@@ -73,6 +77,6 @@ while IFS= read -r line <&3; do
   restore
 done 3< "$SRC/scripts/mutants.txt"
 # The restored sources, rebuilt, so that BUILD matches the tree again.
-flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" > /dev/null
+flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" ${TARGETS:-} > /dev/null
 echo "mutants: $killed killed, $survived survived$([ $broken -gt 0 ] && echo ", $broken not applicable")$([ $unrun -gt 0 ] && echo ", $unrun not run (STOP_AT)")"
 [ "$survived" -eq 0 ]
