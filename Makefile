@@ -27,7 +27,7 @@ build: deps configure
 # SANITIZE=1 adds the runtime's sanitizer runs to check (about 15 min more on
 # 2 cores, measured: README); .ci/run runs check, then check-sanitize-runtime.
 check: build
-	cd $(BUILD) && ctest --output-on-failure -j1
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 ifeq ($(SANITIZE),1)
 	JOBS=$(JOBS) bash scripts/check-sanitize-runtime.sh $(BUILD)
 endif
