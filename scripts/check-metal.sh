@@ -17,6 +17,8 @@
 # `fm-run --device metal` against the numpy reference and against the same
 # artifact on `--device cpu --activations f32` (within 1e-4 x max |logit|,
 # test/e2e/check_e2e.py, as test/gpu/vulkan_e2e.test does for Vulkan),
+# then the image encoders and a VLM on --device metal
+# (test/gpu/check_vision_vulkan.py --device metal: numpy and the CPU device),
 # printing one PASS/FAIL line per case. Needs /usr/bin/python3 (or PYTHON)
 # with numpy. Exit status 0 only when every step passed.
 #
@@ -94,6 +96,17 @@ if [ "${1:-}" = "--mac" ]; then
     --compile-args "--target cpu,metal --quant w2 --group 32 --kv-bits 8"
   e2e llama-w4 --family llama --preset tiny --rtol 0.35 --min-argmax-agree 0.6 --skip-generate \
     --compile-args "--target cpu,metal --quant w4 --group 32"
+  # The image encoders and the VLM image splice (test/gpu/vulkan_vision.test's
+  # cases and bounds, on --device metal).
+  vision() { # NAME CHECK_VISION_ARGS...
+    local name=$1; shift
+    step "vision-$name" env PATH="$BIN:$PATH" "$PY" "$SRC/test/gpu/check_vision_vulkan.py" --device metal \
+      --work "$BUILD/check-metal/vision-$name" "$@"
+  }
+  vision rw-vitdet --family fm_vit --preset rw-vitdet-tiny
+  vision vit --family fm_vit --preset vit-tiny
+  vision w4 --family fm_vit --preset rw-vitdet-tiny --vision-quant w4
+  vision vlm --family fm_vlm --preset afm7-rw-tiny --rtol 1e-4 --peer-rtol 1e-4
   # A generated executable through Apple's compiler too.
   [ -f "$BUILD/check-metal/llama/model.fmb" ] &&
     step msl-artifact env FMC="$BIN/fmc" bash "$0" "$BUILD/check-metal/llama/model.fmb"

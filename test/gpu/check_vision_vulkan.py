@@ -60,19 +60,19 @@ def check_vit(args, checks, fmb, cfg, W):
     tensor = os.path.join(args.work, "image.npy")
     np.save(tensor, image)
     outs = {}
-    for device in ("vulkan", "cpu"):
+    for device in (args.device, "cpu"):
         outs[device] = os.path.join(args.work, "tokens_%s.npy" % device)
         # The GPU kernels dequantize packed weights and multiply f32
         # activations: so does the CPU peer.
         run(["fm-run", fmb, "--image-tensor", tensor, "--image-tokens-out", outs[device],
              "--device", device] + (["--activations", "f32"] if device == "cpu" else []))
-    got, cpu = np.load(outs["vulkan"]), np.load(outs["cpu"])
+    got, cpu = np.load(outs[args.device]), np.load(outs["cpu"])
     ok, line = ref.compare(cpu, got, args.peer_rtol, argmax=False)
-    checks.report(ok, "image vulkan vs cpu: %s" % line)
+    checks.report(ok, "image %s vs cpu: %s" % (args.device, line))
     if args.vision_quant:
         return
     ok, line = ref.compare(ref.vit(cfg, W, image), got, args.rtol, argmax=False)
-    checks.report(ok, "image vulkan vs reference: %s" % line)
+    checks.report(ok, "image %s vs reference: %s" % (args.device, line))
     ablations = []
     if c["window_size"] and len(c["global_layers"]) < c["num_layers"]:
         ablations.append(("padded tokens masked", dict(pad="mask")))
@@ -104,10 +104,10 @@ def check_vlm(args, checks, fmb, cfg, W):
     run(base + ["--logits-out", peer, "--device", "cpu", "--activations", "f32"])
     for chunk in args.chunks.split(","):
         out = os.path.join(args.work, "logits_c%s.npy" % chunk)
-        run(base + ["--logits-out", out, "--prefill-chunk", chunk, "--device", "vulkan"])
+        run(base + ["--logits-out", out, "--prefill-chunk", chunk, "--device", args.device])
         ok, line = ref.compare(want, np.load(out), args.rtol, stats=stats)
         ok2, line2 = ref.compare(np.load(peer), np.load(out), args.peer_rtol)
-        checks.report(ok and ok2, "vlm vulkan chunk=%s: %s; vs cpu %s" % (chunk, line, line2))
+        checks.report(ok and ok2, "vlm %s chunk=%s: %s; vs cpu %s" % (args.device, chunk, line, line2))
     ok, line = ref.compare(ref.logits(cfg, W, [t if t != idx else 0 for t in tokens], {}, []),
                            np.load(out), args.rtol)
     checks.report(not ok, "vlm logits without the image rejected: %s" % line)
@@ -123,13 +123,15 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-5, help="against the numpy reference")
     ap.add_argument("--peer-rtol", type=float, default=1e-5, help="against --device cpu")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="vulkan", choices=("vulkan", "metal"),
+                    help="the GPU device (metal: scripts/check-metal.sh --mac, on a Mac)")
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
     model = os.path.join(args.work, "ckpt")
     gen_checkpoint.generate(args.family, args.preset, model)
     fmb = os.path.join(args.work, "model.fmb")
-    compile_cmd = ["fmc", "compile", model, "-o", fmb, "--target", "cpu,vulkan"]
+    compile_cmd = ["fmc", "compile", model, "-o", fmb, "--target", "cpu," + args.device]
     if args.vision_quant:
         compile_cmd += ["--vision-quant", args.vision_quant]
     run(compile_cmd)
