@@ -72,7 +72,7 @@ built=$(date +%s)
 # Schema suite, fm-run's guided modes, constrained generation) run 1/N of
 # their cases: each case costs ~30x under ASan, every code path still runs,
 # and the plain build runs them all.
-stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure -j"$JOBS" \
+stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
   -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|bench\..*)$'
 units=$(date +%s)
 

@@ -484,7 +484,10 @@ loadTokenizer(std::string json, std::string_view configJson,
   // files) come from malloc.
   size_t poolBytes = json.size() + json.size() / 8 + 65536;
   std::unique_ptr<void, void (*)(void *)> pool(allocateHuge(poolBytes), std::free);
-  rapidjson::MemoryPoolAllocator<> allocator(pool.get(), pool ? poolBytes : 0);
+  if (!pool) // RapidJSON's allocator would write through a null buffer
+    return Status::error(name + ": cannot allocate " + std::to_string(poolBytes) +
+                         " bytes for its JSON document");
+  rapidjson::MemoryPoolAllocator<> allocator(pool.get(), poolBytes);
   rapidjson::Document doc(&allocator);
   FM_RETURN_IF_ERROR(parseJson(doc, json, name));
   JPath root{name, ""};

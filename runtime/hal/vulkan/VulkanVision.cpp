@@ -87,6 +87,7 @@ public:
     std::unique_ptr<EpilogueKernel> k(new EpilogueKernel(dev.sharedContext()));
     k->base_ = std::move(base);
     VulkanContext &ctx = dev.context();
+    FM_RETURN_IF_ERROR(fitsGrid("matmul epilogue", d.maxRows, "rows"));
     auto y = bindRows(ctx, d.y, 0, d.maxRows, "matmul output (epilogue)");
     if (!y)
       return y.status();
@@ -139,13 +140,21 @@ public:
   explicit OpKernel(std::shared_ptr<VulkanContext> ctx) : sets(std::move(ctx)) {}
   Status run(Queue &queue, const Launch &l) const override {
     Op op = this->op;
-    if (grid == Grid::LaunchRows)
+    if (grid == Grid::LaunchRows) {
+      // The bindings hold maxRows rows: a longer launch would run past them.
+      if (l.rows > maxRows)
+        return Status::error(std::string("vulkan: ") + name + ": a launch of " +
+                             std::to_string(l.rows) + " rows exceeds the " +
+                             std::to_string(maxRows) + " rows its bindings hold");
       op.x = uint32_t(l.rows);
+    }
     return op.run(vq(queue));
   }
   DescriptorSets sets;
   Op op;
   Grid grid = Grid::Fixed;
+  int64_t maxRows = 0;          // Grid::LaunchRows: rows bound
+  const char *name = "kernel"; // for the error above
 };
 
 /// The 3x3 convolution: the taps unfolded into a buffer of the kernel's
@@ -227,6 +236,8 @@ Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareLayerNorm(const LayerNorm
     return op.status();
   k->op = *op;
   k->grid = OpKernel::Grid::LaunchRows;
+  k->maxRows = std::min<int64_t>(rows, 65535); // one dispatch dimension
+  k->name = "LayerNorm";
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
@@ -285,6 +296,7 @@ Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareConv3x3(const Conv3x3Desc
     return cols.status();
   k->cols = std::move(*cols);
   Rows colRows{k->cols.get(), 0, K, K};
+  FM_RETURN_IF_ERROR(fitsGrid("3x3 convolution", tokens, "tokens"));
   auto x = bindRows(*ctx_, d.x, 0, tokens, "3x3 convolution input");
   auto c = bindRows(*ctx_, colRows, 0, tokens, "3x3 convolution taps");
   FM_RETURN_IF_ERROR(allBound({&x, &c}));
@@ -318,6 +330,7 @@ Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareAvgPool(const AvgPoolDesc
   const int64_t s = kernels::adapterPoolStride(d.grid, d.outGrid);
   const int64_t kk = kernels::adapterPoolKernel(d.grid, d.outGrid);
   auto k = std::make_unique<OpKernel>(ctx_);
+  FM_RETURN_IF_ERROR(fitsGrid("average pooling", d.outGrid * d.outGrid, "output tokens"));
   auto x = bindRows(*ctx_, d.x, 0, d.grid * d.grid, "average pooling input");
   auto y = bindRows(*ctx_, d.y, 0, d.outGrid * d.outGrid, "average pooling output");
   FM_RETURN_IF_ERROR(allBound({&x, &y}));
