@@ -298,9 +298,10 @@ public:
   /// Called by the executor before the first run of the kernel's program
   /// (so never for a program a session does not run), outside run(): where
   /// a device makes what only runs read and what costs memory to hold (the
-  /// CPU's GEMM copies of packed weights, Device::prefillCopyBytes). May
-  /// allocate; a second call changes nothing.
-  virtual Status beforeFirstRun() { return Status::ok(); }
+  /// CPU's GEMM copies of packed weights, Device::prefillCopyBytes), on
+  /// the threads of `queue` (the session's). May allocate; a second call
+  /// changes nothing.
+  virtual Status beforeFirstRun(Queue & /*queue*/) { return Status::ok(); }
   virtual Status run(Queue &queue, const Launch &launch) const = 0;
   /// Bytes of queue scratch a run needs (QueueOptions::scratchBytes).
   virtual uint64_t scratchBytes() const { return 0; }

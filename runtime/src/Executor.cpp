@@ -6,6 +6,7 @@
 #include "commands/Command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 
@@ -420,11 +421,15 @@ Status Executor::run(int program, const int32_t *tokens, int64_t rows,
 Status Executor::beforeFirstRun(Program &p) {
   if (p.ran)
     return Status::ok();
+  const auto t0 = std::chrono::steady_clock::now();
   for (Step &s : p.steps)
-    if (Status st = s.kernel->beforeFirstRun(); !st)
+    if (Status st = s.kernel->beforeFirstRun(*queue_); !st)
       return Status::error(name_ + ": program '" + p.phase + "' command " +
                            std::to_string(s.index) + ": " + st.message());
   p.ran = true;
+  firstRunMs_ += std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
   return Status::ok();
 }
 

@@ -73,6 +73,9 @@ public:
   /// Milliseconds the device spent on this executor's runs (GPU timestamps;
   /// negative where the device does not measure it, as on the CPU).
   double deviceMs() const { return queue_->deviceMs(); }
+  /// Milliseconds spent in Kernel::beforeFirstRun (the CPU's one-time GEMM
+  /// repack of packed weights), inside the first run of each program.
+  double firstRunMs() const { return firstRunMs_; }
 
   /// Prepares every MatMul kernel again with the side paths of `lora` (per
   /// base weight index; null: none, the kernels the executor started
@@ -188,6 +191,7 @@ private:
   ExecutorOptions options_;
   const LoraTable *lora_ = nullptr;
   uint64_t scratch_ = 0; // bytes of scratch the queues have
+  double firstRunMs_ = 0.0; // in beforeFirstRun (firstRunMs)
   int lanes_ = 1;        // track queues wanted (tracks that run at once)
   std::vector<Program> programs_;
   std::vector<Cache> caches_;

@@ -878,6 +878,7 @@ SessionStats Session::stats() const {
   st.decodeTokens = s.decodeTokens;
   st.decodeCollectives = s.decodeCollectives;
   st.deviceMs = s.exec->deviceMs();
+  st.firstRunMs = s.exec->firstRunMs();
   return st;
 }
 

@@ -169,12 +169,13 @@ public:
     return xScratch_ + yScratch_ + packedScratch_;
   }
 
-  Status beforeFirstRun() override {
+  Status beforeFirstRun(Queue &queue) override {
     // A weight whose copy is not available (memory) keeps the row kernel.
     for (Group &g : groups_)
       if (g.wantsGemm && !g.w.gemm)
         if (auto copy = gemm_.panel16(static_cast<const uint8_t *>(g.w.data),
-                                      g.w.format, g.rows, k_)) {
+                                      g.w.format, g.rows, k_,
+                                      cpu(queue).pool())) {
           g.w.gemm = copy->data();
           gemmCopies_.push_back(std::move(copy));
         }
@@ -376,16 +377,17 @@ public:
 
   uint64_t scratchBytes() const override { return scratch_; }
 
-  Status beforeFirstRun() override {
+  Status beforeFirstRun(Queue &queue) override {
     if (!wantsGemm_)
       return Status::ok();
+    rt::ThreadPool *pool = cpu(queue).pool();
     const int64_t E = q_.shape.experts, K = q_.shape.hidden;
     for (int64_t e = 0; e < E; ++e)
       swigluCopies(refs_[e], refs_[E + e], refs_[2 * E + e],
-                   q_.shape.intermediate, K);
+                   q_.shape.intermediate, K, pool);
     if (q_.shape.sharedIntermediate > 0)
       swigluCopies(q_.sharedGate, q_.sharedUp, q_.sharedDown,
-                   q_.shape.sharedIntermediate, K);
+                   q_.shape.sharedIntermediate, K, pool);
     wantsGemm_ = false;
     return Status::ok();
   }
@@ -415,14 +417,14 @@ public:
 
 private:
   /// The GEMM copy of packed weight w ([N][K]), when it has none yet.
-  void copy(WeightRef &w, int64_t N, int64_t K) {
+  void copy(WeightRef &w, int64_t N, int64_t K, rt::ThreadPool *pool) {
     if (w.kind != WeightRef::Kind::Quant || w.gemm)
       return;
     if (kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16, w.format, N,
                                    K)
             .empty())
       if (auto c = gemm_.panel16(static_cast<const uint8_t *>(w.data),
-                                 w.format, N, K)) {
+                                 w.format, N, K, pool)) {
         w.gemm = c->data();
         gemmCopies_.push_back(std::move(c));
       }
@@ -431,18 +433,18 @@ private:
   /// and up as one [2I][K] copy where they run as one matmul (QuantMoe's
   /// handleStacked: up follows gate in one format).
   void swigluCopies(WeightRef &gate, WeightRef &up, WeightRef &down,
-                    int64_t I, int64_t K) {
+                    int64_t I, int64_t K, rt::ThreadPool *pool) {
     const bool stacked =
         gate.sameLayout(up) &&
         static_cast<const char *>(gate.data) + size_t(I) * gate.rowBytes(K) ==
             static_cast<const char *>(up.data);
     if (stacked) {
-      copy(gate, 2 * I, K);
+      copy(gate, 2 * I, K, pool);
     } else {
-      copy(gate, I, K);
-      copy(up, I, K);
+      copy(gate, I, K, pool);
+      copy(up, I, K, pool);
     }
-    copy(down, K, I);
+    copy(down, K, I, pool);
   }
 
   GemmWeights &gemm_;

@@ -128,12 +128,13 @@ public:
 
   uint64_t scratchBytes() const override { return scratch_; }
 
-  Status beforeFirstRun() override {
+  Status beforeFirstRun(Queue &queue) override {
     // A weight whose copy is not available (memory) keeps the row kernel.
     for (Group &g : groups_)
       if (g.wantsGemm && !g.w.gemm)
         if (auto copy = gemm_.panel16(static_cast<const uint8_t *>(g.w.data),
-                                      g.w.format, g.rows, k_)) {
+                                      g.w.format, g.rows, k_,
+                                      static_cast<CpuQueue &>(queue).pool())) {
           g.w.gemm = copy->data();
           gemmCopies_.push_back(std::move(copy));
         }

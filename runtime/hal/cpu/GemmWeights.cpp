@@ -1,18 +1,17 @@
 // GemmWeights (GemmWeights.h): the Panel16 repack of a weight, split by
-// panels over the machine's cores.
+// panels over the session's thread pool.
 #include "hal/cpu/GemmWeights.h"
 
+#include "base/ThreadPool.h"
 #include "kernels/qgemm.h"
 
-#include <algorithm>
-#include <thread>
-#include <vector>
+#include <chrono>
 
 namespace fm::hal {
 
 std::shared_ptr<const rt::HostBlock>
 GemmWeights::panel16(const uint8_t *packed, kernels::QuantFormat f, int64_t N,
-                     int64_t K) {
+                     int64_t K, rt::ThreadPool *pool) {
   using kernels::GemmLayout;
   const Key key{packed, f.bits, f.group, static_cast<int>(f.grid), N, K};
   std::lock_guard<std::mutex> lock(mutex_);
@@ -23,21 +22,20 @@ GemmWeights::panel16(const uint8_t *packed, kernels::QuantFormat f, int64_t N,
   if (kernels::gemmLayoutProblem(GemmLayout::Panel16, f, N, K).empty()) {
     auto block = std::make_shared<rt::HostBlock>();
     if (block->allocate(kernels::gemmPackedBytes(GemmLayout::Panel16, f, N, K))) {
-      // Panels are independent: one contiguous range per core.
+      const auto t0 = std::chrono::steady_clock::now();
+      // Panels are independent: one contiguous range per thread.
       const int64_t panels = kernels::panelGeometry(f, N, K).panels;
-      const int64_t threads = std::clamp<int64_t>(
-          std::thread::hardware_concurrency(), 1, std::max<int64_t>(1, panels));
-      auto part = [&](int64_t t) {
+      auto part = [&](int64_t begin, int64_t end) {
         kernels::repackForGemmPanels(GemmLayout::Panel16, f, N, K, packed,
-                                     block->data(), panels * t / threads,
-                                     panels * (t + 1) / threads);
+                                     block->data(), begin, end);
       };
-      std::vector<std::thread> workers;
-      for (int64_t t = 1; t < threads; ++t)
-        workers.emplace_back(part, t);
-      part(0);
-      for (std::thread &w : workers)
-        w.join();
+      if (pool)
+        pool->parallelFor(panels, part);
+      else
+        part(0, panels);
+      repackSeconds_ += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
       bytes_ += block->size();
       copy = std::move(block);
     }
@@ -49,6 +47,11 @@ GemmWeights::panel16(const uint8_t *packed, kernels::QuantFormat f, int64_t N,
 uint64_t GemmWeights::bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return bytes_;
+}
+
+double GemmWeights::repackSeconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return repackSeconds_;
 }
 
 } // namespace fm::hal

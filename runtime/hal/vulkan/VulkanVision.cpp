@@ -113,7 +113,7 @@ public:
     k->op_.x = ceilDiv(uint64_t(d.n), 64);
     return std::unique_ptr<Kernel>(std::move(k));
   }
-  Status beforeFirstRun() override { return base_->beforeFirstRun(); }
+  Status beforeFirstRun(Queue &q) override { return base_->beforeFirstRun(q); }
   uint64_t scratchBytes() const override { return base_->scratchBytes(); }
   Status run(Queue &queue, const Launch &l) const override {
     FM_RETURN_IF_ERROR(base_->run(queue, l));
@@ -162,7 +162,7 @@ public:
 class Conv3x3Kernel final : public Kernel {
 public:
   explicit Conv3x3Kernel(std::shared_ptr<VulkanContext> ctx) : sets(std::move(ctx)) {}
-  Status beforeFirstRun() override { return matmul->beforeFirstRun(); }
+  Status beforeFirstRun(Queue &q) override { return matmul->beforeFirstRun(q); }
   uint64_t scratchBytes() const override { return matmul->scratchBytes(); }
   Status run(Queue &queue, const Launch &) const override {
     FM_RETURN_IF_ERROR(unfold.run(vq(queue)));

@@ -258,6 +258,11 @@ struct SessionStats {
   /// Milliseconds the device spent executing the session's runs, from GPU
   /// timestamps; negative where the device does not measure it (the CPU).
   double deviceMs = -1.0;
+  /// Milliseconds the session's first run of each program spent preparing
+  /// it (the CPU's one-time repack of packed weights for prefill's GEMM;
+  /// 0 where a copy was already made by another session): part of that
+  /// run's wall time, not of its computation.
+  double firstRunMs = 0.0;
 };
 
 /// The tokens an image encoder made of one image: `rows` × `width` floats,

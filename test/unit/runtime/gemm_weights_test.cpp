@@ -10,6 +10,7 @@
 #include "fm/runtime.h"
 #include "hal/cpu/CpuDevice.h"
 #include "kernels/qgemm.h"
+#include "base/ThreadPool.h"
 #include "kernels/qmatmul_problem.h"
 
 #include <gtest/gtest.h>
@@ -31,22 +32,34 @@ TEST(GemmWeights, OneCopyPerWeightWithRepackForGemmBytes) {
   for (QuantFormat f : {QuantFormat{2, 32, QuantGrid::Balanced},
                         QuantFormat{4, 64, QuantGrid::Affine},
                         QuantFormat{8, 128, QuantGrid::Balanced}}) {
-    // 300 rows: 19 panels (the last one partial), split across the cores.
+    // 300 rows: 19 panels (the last one partial), split across the pool's
+    // two threads: one hand-off to the workers, none for a copy already
+    // made.
     const QMatmulProblem p(f, 1, 256, 300, 11);
     hal::GemmWeights copies;
-    auto a = copies.panel16(p.w.data(), f, p.N, p.K);
+    rt::ThreadPool pool(2);
+    const uint64_t dispatches = pool.dispatches();
+    auto a = copies.panel16(p.w.data(), f, p.N, p.K, &pool);
     ASSERT_TRUE(a);
+    EXPECT_EQ(pool.dispatches(), dispatches + 1);
+    EXPECT_GT(copies.repackSeconds(), 0.0);
     const std::vector<uint8_t> want =
         kernels::repackForGemm(GemmLayout::Panel16, f, p.N, p.K, p.w.data());
     ASSERT_EQ(a->size(), want.size());
     EXPECT_EQ(std::memcmp(a->data(), want.data(), want.size()), 0);
-    EXPECT_EQ(copies.panel16(p.w.data(), f, p.N, p.K), a) << "one copy";
+    EXPECT_EQ(copies.panel16(p.w.data(), f, p.N, p.K, &pool), a) << "one copy";
+    EXPECT_EQ(pool.dispatches(), dispatches + 1);
     EXPECT_EQ(copies.bytes(), want.size());
-    // The first 16 rows alone are another weight.
-    auto b = copies.panel16(p.w.data(), f, 16, p.K);
+    // The first 16 rows alone are another weight (without a pool: on the
+    // calling thread).
+    auto b = copies.panel16(p.w.data(), f, 16, p.K, nullptr);
     ASSERT_TRUE(b);
     EXPECT_NE(b, a);
     EXPECT_EQ(copies.bytes(), want.size() + b->size());
+    const std::vector<uint8_t> wantB =
+        kernels::repackForGemm(GemmLayout::Panel16, f, 16, p.K, p.w.data());
+    ASSERT_EQ(b->size(), wantB.size());
+    EXPECT_EQ(std::memcmp(b->data(), wantB.data(), wantB.size()), 0);
   }
 }
 
@@ -54,8 +67,10 @@ TEST(GemmWeights, WeightsThatCannotBeRepackedGetNone) {
   hal::GemmWeights copies;
   const uint8_t bytes[64] = {};
   // K = 48 is not a multiple of the group 32.
-  EXPECT_FALSE(copies.panel16(bytes, {4, 32, QuantGrid::Balanced}, 2, 48));
-  EXPECT_FALSE(copies.panel16(bytes, {3, 32, QuantGrid::Balanced}, 2, 64));
+  EXPECT_FALSE(
+      copies.panel16(bytes, {4, 32, QuantGrid::Balanced}, 2, 48, nullptr));
+  EXPECT_FALSE(
+      copies.panel16(bytes, {3, 32, QuantGrid::Balanced}, 2, 64, nullptr));
   EXPECT_EQ(copies.bytes(), 0u);
 }
 
@@ -95,7 +110,12 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
         auto kernel = device.prepareMatmul(d);
         ASSERT_TRUE(kernel.isOk()) << kernel.message();
         EXPECT_EQ(device.gemmWeights().bytes(), 0u) << "copies before a run";
-        ASSERT_TRUE((*kernel)->beforeFirstRun().isOk());
+        hal::QueueOptions qo;
+        qo.threads = 2;
+        qo.scratchBytes = (*kernel)->scratchBytes();
+        auto queue = device.createQueue(qo);
+        ASSERT_TRUE(queue.isOk());
+        ASSERT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
         // Only kernels for several rows make copies: the whole fused weight,
         // or each of the two.
         const uint64_t copied = device.gemmWeights().bytes();
@@ -106,11 +126,6 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
                     apart ? kernels::gemmPackedBytes(GemmLayout::Panel16, f, N0, K) +
                                 kernels::gemmPackedBytes(GemmLayout::Panel16, f, N1, K)
                           : kernels::gemmPackedBytes(GemmLayout::Panel16, f, N, K));
-        hal::QueueOptions qo;
-        qo.threads = 2;
-        qo.scratchBytes = (*kernel)->scratchBytes();
-        auto queue = device.createQueue(qo);
-        ASSERT_TRUE(queue.isOk());
         hal::Launch l;
         l.rows = maxRows;
         ASSERT_TRUE((*kernel)->run(**queue, l).isOk());
@@ -162,9 +177,16 @@ TEST(GemmWeights, ASessionCopiesOnlyForTheProgramsItRuns) {
   ASSERT_TRUE(one.isOk()) << one.message();
   EXPECT_EQ((*model)->prefillCopiesMade(), 0u) << "decode made copies";
   ASSERT_TRUE(s.reset().isOk());
+  const double before = s.stats().firstRunMs;
   auto many = s.prefill(tokens);
   ASSERT_TRUE(many.isOk()) << many.message();
   EXPECT_EQ((*model)->prefillCopiesMade(), want);
+  // The repack is timed apart (SessionStats::firstRunMs), once.
+  const double repack = s.stats().firstRunMs;
+  EXPECT_GT(repack, before);
+  ASSERT_TRUE(s.reset().isOk());
+  ASSERT_TRUE(s.prefill(tokens).isOk());
+  EXPECT_EQ(s.stats().firstRunMs, repack) << "a second run prepared again";
   // A second session shares them.
   Session t(*model, so);
   ASSERT_TRUE(t.prefill(tokens).isOk());

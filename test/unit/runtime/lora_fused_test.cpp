@@ -271,7 +271,6 @@ uint64_t runCase(const Case &c) {
   EXPECT_TRUE(kernel.isOk()) << kernel.message();
   if (!kernel.isOk())
     return 0;
-  EXPECT_TRUE((*kernel)->beforeFirstRun().isOk());
   hal::QueueOptions qo;
   qo.threads = c.threads;
   qo.scratchBytes = (*kernel)->scratchBytes();
@@ -279,6 +278,7 @@ uint64_t runCase(const Case &c) {
   EXPECT_TRUE(queue.isOk());
   if (!queue.isOk())
     return 0;
+  EXPECT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
   rt::ThreadPool *pool = static_cast<hal::CpuQueue &>(**queue).pool();
   const uint64_t before = pool ? pool->dispatches() : 0;
   hal::Launch l;

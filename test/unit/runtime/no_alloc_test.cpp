@@ -167,6 +167,11 @@ TEST(NoAlloc, PackedMatmulKernelRunsWithoutAllocating) {
           qo.scratchBytes = (*kernel)->scratchBytes();
           auto queue = device.createQueue(qo);
           ASSERT_TRUE(queue.isOk());
+          // As the executor does before the program's first run: a kernel
+          // for several rows makes its Panel16 copies and then runs qgemm.
+          ASSERT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
+          EXPECT_EQ(device.prefillCopiesMade() > 0, maxRows > 1)
+              << "the GEMM path is not under test";
           for (int64_t rows : {maxRows, (maxRows + 1) / 2}) {
             hal::Launch l;
             l.rows = rows;
