@@ -166,6 +166,9 @@ struct MoeDesc {
   bool normTopk = false, accumulate = false;
   int64_t maxRows = 1;
   kernels::QActivations activations = kernels::QActivations::Int8x2;
+  /// The session's threads (the CPU runs up to this many experts at once,
+  /// each with scratch of its own).
+  int threads = 1;
 };
 
 /// The patch embedding of an image encoder: the [channels][height][width]

@@ -41,6 +41,8 @@ struct Layout {
   float *rows = nullptr;     // [M * k][K]: gathered x, then the expert output
   float *hidden = nullptr;   // [M * k][2I] (or [M][2Is]): gate|up, then act
   float *sharedLogit = nullptr; // [M]
+  uint8_t *opsScratch = nullptr; // [threads][opsSlot]: the ops' matmuls
+  size_t opsSlot = 0;            // bytes per thread (a multiple of 64)
   size_t floats = 0;
 
   Layout(const MoeShape &s, float *base) {
@@ -68,14 +70,24 @@ struct Layout {
     hidden = take(std::max(satMul(satMul(M, k), satMul(2, I)),
                            satMul(M, satMul(2, Is))));
     sharedLogit = take(M);
+    opsSlot = satMul(region(satAdd(s.opsScratchBytes, 3) / 4), sizeof(float));
+    const size_t lanes = size_t(std::max<int64_t>(1, s.threads));
+    if (s.opsScratchBytes > 0)
+      opsScratch = reinterpret_cast<uint8_t *>(
+          take(satMul(lanes, opsSlot / sizeof(float))));
+  }
+  /// Thread t's region of the ops' scratch (null without one).
+  uint8_t *opsScratchOf(int64_t t) const {
+    return opsScratch ? opsScratch + size_t(t) * opsSlot : nullptr;
   }
 };
 
 // y = x · wᵀ on the weight's storage: f32, f16, or the caller's ops.
 void linear(const MoeArgs &a, const float *x, int64_t M, int64_t K,
-            const void *w, int64_t N, float *y, fm::rt::ThreadPool *pool) {
+            const void *w, int64_t N, float *y, fm::rt::ThreadPool *pool,
+            uint8_t *scratch) {
   if (a.ops)
-    a.ops->matmul(w, x, M, K, N, y, pool);
+    a.ops->matmul(w, x, M, K, N, y, pool, scratch);
   else if (a.f16)
     matmulF16W(x, M, K, static_cast<const uint16_t *>(w), N, y, false, pool);
   else
@@ -98,9 +110,10 @@ inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 // memory; the activation is then compacted in place to [n][I].
 void swiglu(const MoeArgs &a, const float *x, int64_t n, int64_t K,
             const void *gate, const void *up, const void *down, int64_t I,
-            float *hidden, float *out, fm::rt::ThreadPool *pool) {
+            float *hidden, float *out, fm::rt::ThreadPool *pool,
+            uint8_t *scratch) {
   if (stackedWeights(a, gate, up, I, K)) {
-    linear(a, x, n, K, gate, 2 * I, hidden, pool);
+    linear(a, x, n, K, gate, 2 * I, hidden, pool, scratch);
     // Row i of the activation goes to hidden + i*I, at or before where row
     // i of gate|up starts (i*2I): rows are compacted front to back.
     for (int64_t i = 0; i < n; ++i) {
@@ -112,12 +125,12 @@ void swiglu(const MoeArgs &a, const float *x, int64_t n, int64_t K,
     }
   } else {
     float *g = hidden, *u = hidden + n * I;
-    linear(a, x, n, K, gate, I, g, pool);
-    linear(a, x, n, K, up, I, u, pool);
+    linear(a, x, n, K, gate, I, g, pool, scratch);
+    linear(a, x, n, K, up, I, u, pool, scratch);
     for (int64_t i = 0; i < n * I; ++i)
       g[i] = silu(g[i]) * u[i];
   }
-  linear(a, hidden, n, I, down, K, out, pool);
+  linear(a, hidden, n, I, down, K, out, pool, scratch);
 }
 
 } // namespace
@@ -144,7 +157,7 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
 
   // Routing: softmax over the router logits in f32, then the top k (a
   // strictly larger probability displaces, so ties keep the lower index).
-  linear(a, x, M, K, a.router, E, L.probs, pool);
+  linear(a, x, M, K, a.router, E, L.probs, pool, L.opsScratchOf(0));
   std::fill(L.stamp, L.stamp + E, -1);
   std::fill(L.count, L.count + E + 1, 0);
   for (int64_t r = 0; r < M; ++r) {
@@ -207,26 +220,33 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
 
   // Each expert on its rows: gather, SwiGLU, output into its own slots
   // (over the gathered rows, which the down matmul no longer needs).
-  auto runExpert = [&](int64_t e, fm::rt::ThreadPool *p) {
+  auto runExpert = [&](int64_t e, fm::rt::ThreadPool *p,
+                       uint8_t *opsScratch) {
     const int64_t first = L.count[e], n = L.count[e + 1] - first;
     float *rows = L.rows + first * K;
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(rows + i * K, x + L.slotRow[first + i] * K,
                   K * sizeof(float));
     swiglu(a, rows, n, K, a.gate[e], a.up[e], a.down[e], I,
-           L.hidden + first * 2 * I, rows, p);
+           L.hidden + first * 2 * I, rows, p, opsScratch);
   };
   const int threads = pool ? pool->numThreads() : 1;
-  if (threads > 1 && numActive >= threads) {
+  // With ops scratch, as many experts at once as it has regions.
+  const int64_t lanes =
+      a.ops && L.opsScratch
+          ? std::min<int64_t>(threads, std::max<int64_t>(1, s.threads))
+          : threads;
+  if (lanes > 1 && numActive >= lanes) {
     std::atomic<int64_t> next{0};
-    pool->parallelFor(threads, [&](int64_t, int64_t) {
+    // Chunk t of [0, lanes) is [t, t + 1): thread t's region.
+    pool->parallelFor(lanes, [&](int64_t t, int64_t) {
       for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) <
                       numActive;)
-        runExpert(L.active[i], nullptr);
+        runExpert(L.active[i], nullptr, L.opsScratchOf(t));
     });
   } else {
     for (int64_t i = 0; i < numActive; ++i)
-      runExpert(L.active[i], pool);
+      runExpert(L.active[i], pool, L.opsScratchOf(0));
   }
 
   // y (+)= Σ_j w_j · out[slot_j], choices in rank order.
@@ -252,9 +272,10 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
   const int64_t Is = s.sharedIntermediate;
   if (Is <= 0)
     return;
-  linear(a, x, M, K, a.sharedExpertGate, 1, L.sharedLogit, pool);
+  linear(a, x, M, K, a.sharedExpertGate, 1, L.sharedLogit, pool,
+         L.opsScratchOf(0));
   swiglu(a, x, M, K, a.sharedGate, a.sharedUp, a.sharedDown, Is, L.hidden,
-         L.rows, pool);
+         L.rows, pool, L.opsScratchOf(0));
   for (int64_t r = 0; r < M; ++r) {
     const float g = 1.0f / (1.0f + std::exp(-L.sharedLogit[r]));
     float *y = a.y + r * a.yStride;

@@ -20,6 +20,13 @@ struct MoeShape {
   int64_t intermediate = 0; // I: SwiGLU width of one expert
   int64_t topK = 0;         // 1 <= topK <= experts
   int64_t sharedIntermediate = 0; // 0: no shared expert
+  /// With MoeArgs::ops: bytes of scratch one ops->matmul call needs (for up
+  /// to `rows` rows), and how many such calls may run at once (the experts
+  /// run in parallel on up to this many threads); the scratch holds one
+  /// region per thread, so a call allocates nothing. 0 bytes: the ops get
+  /// null scratch.
+  size_t opsScratchBytes = 0;
+  int64_t threads = 1;
 };
 
 struct MoeArgs {
@@ -56,9 +63,11 @@ struct MoeArgs {
 };
 
 struct MoeWeightOps {
-  /// y[M][N] = x[M][K] · wᵀ.
+  /// y[M][N] = x[M][K] · wᵀ, with MoeShape::opsScratchBytes of `scratch`
+  /// (64-byte aligned; null when that is 0) to itself.
   void (*matmul)(const void *w, const float *x, int64_t M, int64_t K,
-                 int64_t N, float *y, fm::rt::ThreadPool *pool);
+                 int64_t N, float *y, fm::rt::ThreadPool *pool,
+                 uint8_t *scratch);
   /// Whether `up` continues `gate` ([I][K] each) in memory, so that one
   /// matmul over `gate` with N = 2I covers both.
   bool (*stacked)(const void *gate, const void *up, int64_t I, int64_t K);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 
 namespace fm::rt {
 
@@ -81,6 +82,11 @@ public:
   int rank() override { return e_.rank_; }
   hal::CollectiveStats *collectiveStats() override { return &e_.collectives_; }
   kernels::QActivations activations() override { return options_.activations; }
+  int threads() override {
+    return options_.threads > 0
+               ? options_.threads
+               : std::max(1, int(std::thread::hardware_concurrency()));
+  }
   void loraTerms(uint32_t weight, int64_t col0, int64_t rows,
                  std::vector<hal::LoraTerm> &out) override {
     if (!e_.lora_ || weight >= e_.lora_->size())

@@ -348,6 +348,14 @@ public:
         q_.sharedDown = weightRef(d.sharedDown, d.activations);
         q_.sharedExpertGate = weightRef(d.sharedExpertGate, d.activations);
       }
+      // The experts' matmuls get their scratch from the queue's, one region
+      // per thread that runs experts at once: a run allocates nothing.
+      rt::QuantMoeArgs sizing = q_;
+      sizing.shape = planned;
+      q_.shape.opsScratchBytes = rt::quantMoeMatmulScratchBytes(sizing);
+      q_.shape.threads = std::max(1, d.threads);
+      planned.opsScratchBytes = q_.shape.opsScratchBytes;
+      planned.threads = q_.shape.threads;
       scratch_ = rt::quantMoeScratchFloats(planned) * sizeof(float);
       // Launches of several rows run each expert's gathered rows as a GEMM
       // over Panel16 copies, made before the program's first run.

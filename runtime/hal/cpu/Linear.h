@@ -7,6 +7,7 @@
 #include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,6 +52,18 @@ struct WeightRef {
                                     format.grid == other.format.grid));
   }
 };
+
+/// Bytes of `scratch` linear() needs for up to M rows of K inputs by w,
+/// whether or not w has a GEMM copy yet (0 for f32 and f16 weights).
+inline size_t linearScratchBytes(const WeightRef &w, int64_t M, int64_t K) {
+  if (w.kind != WeightRef::Kind::Quant)
+    return 0;
+  size_t bytes = kernels::qmatmulScratchBytes(w.format, M, K, w.activations);
+  if (M > 1 && w.activations != kernels::QActivations::F32)
+    bytes = std::max(bytes, kernels::qgemmScratchBytes(w.format, M, K,
+                                                       w.activations));
+  return bytes;
+}
 
 /// y[M][N] (+)= x[M][K] · wᵀ (dense rows) on the kernel for w's kind.
 /// `scratch`, for a packed weight: the larger of kernels::qmatmulScratchBytes

@@ -35,8 +35,15 @@ struct QuantMoeArgs {
 };
 
 /// Floats of scratch (64-byte aligned start) that quantMoe needs for
-/// `shape`; saturates instead of overflowing.
+/// `shape`; saturates instead of overflowing. With shape.opsScratchBytes
+/// (quantMoeMatmulScratchBytes) and shape.threads the experts' packed
+/// matmuls get their scratch from it, so that a call allocates nothing;
+/// with 0 they use the kernels' thread-local buffers (tests).
 size_t quantMoeScratchFloats(const kernels::MoeShape &shape);
+
+/// The most scratch one of a's matmuls needs for up to shape.rows rows:
+/// what MoeShape::opsScratchBytes should be.
+size_t quantMoeMatmulScratchBytes(const QuantMoeArgs &a);
 
 /// y (+)= the Moe of x, as kernels::moe defines it: router softmax in f32,
 /// top-k with the lower index first on ties (renormalized when normTopk),

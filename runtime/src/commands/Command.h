@@ -105,6 +105,8 @@ public:
   virtual int rank() = 0;
   virtual hal::CollectiveStats *collectiveStats() = 0;
   virtual kernels::QActivations activations() = 0;
+  /// The threads the session's queue runs kernels on (at least 1).
+  virtual int threads() = 0;
   /// Rows a launch of the command gives at most.
   virtual int64_t maxRows() = 0;
   /// Appends the side paths of the session's LoRA adapters on weight

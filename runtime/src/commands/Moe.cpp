@@ -191,6 +191,7 @@ Expected<std::unique_ptr<hal::Kernel>> build(BuildContext &c,
   d.accumulate = op.accumulate();
   d.maxRows = c.maxRows();
   d.activations = c.activations();
+  d.threads = c.threads();
   return c.device().prepareMoe(d);
 }
 
