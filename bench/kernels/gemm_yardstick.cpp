@@ -110,6 +110,7 @@ int main(int argc, char **argv) {
   int rounds = 3;
   double minSeconds = 0.15;
   std::string only;
+  std::vector<int64_t> rowCounts = {64, 128};
   for (int i = 1; i < argc; ++i) {
     if (!std::strncmp(argv[i], "--rounds=", 9))
       rounds = std::atoi(argv[i] + 9);
@@ -117,9 +118,25 @@ int main(int argc, char **argv) {
       minSeconds = std::atof(argv[i] + 11);
     else if (!std::strncmp(argv[i], "--model=", 8))
       only = argv[i] + 8;
-    else {
+    else if (!std::strncmp(argv[i], "--rows=", 7)) {
+      rowCounts.clear();
+      for (const char *s = argv[i] + 7;;) {
+        char *end = nullptr;
+        const long long m = std::strtoll(s, &end, 10);
+        if (end == s || m <= 0 || (*end && *end != ',')) {
+          std::fprintf(stderr, "fm-gemm-yardstick: bad --rows '%s'\n",
+                       argv[i] + 7);
+          return 2;
+        }
+        rowCounts.push_back(m);
+        if (!*end)
+          break;
+        s = end + 1;
+      }
+    } else {
       std::fprintf(stderr,
-                   "usage: %s [--rounds=N] [--min-time=S] [--model=afm7|llama]\n",
+                   "usage: %s [--rounds=N] [--min-time=S] [--model=afm7|llama] "
+                   "[--rows=M,M,...]\n",
                    argv[0]);
       return 2;
     }
@@ -159,7 +176,7 @@ int main(int argc, char **argv) {
   for (int threads : {1, 2}) {
     fm::rt::ThreadPool pool(threads);
     omp_set_num_threads(threads);
-    for (int64_t M : {64, 128}) {
+    for (int64_t M : rowCounts) {
       std::printf("threads %d, M %lld\n", threads, static_cast<long long>(M));
       std::printf("  %-6s %-8s %5s %5s | %8s | %-18s %-18s %-18s %-18s %-18s "
                   "| %-16s %-16s\n",
@@ -268,7 +285,7 @@ int main(int argc, char **argv) {
     if (!only.empty() && only != model)
       continue;
     for (int threads : {1, 2})
-      for (int64_t M : {64, 128}) {
+      for (int64_t M : rowCounts) {
         std::printf("  %-5s %2d layers, %d thread%s, M %3lld:", model.c_str(),
                     count, threads, threads > 1 ? "s" : "",
                     static_cast<long long>(M));

@@ -5,6 +5,7 @@
 #include "kernels/qgemm_isa.h"
 #include "base/ThreadPool.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,8 @@ using gdetail::GemmIsa;
 // from memory once.
 constexpr int64_t kUnitPanels = 2;
 constexpr int64_t kUnitRows = gdetail::kMaxUnitRows;
+// Prepared activations of one band of row units (runUnits).
+constexpr int64_t kBandBytes = int64_t(768) << 10;
 // Below this many multiply-adds a call runs on the calling thread.
 constexpr int64_t kMinParallelWork = int64_t(1) << 18;
 
@@ -237,13 +240,29 @@ void runUnits(const GemmIsa &isa, const gdetail::Params &p, int64_t M,
   const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
   if (isa.threadSetup)
     isa.threadSetup(p);
-  for (int64_t unit = begin; unit < end; ++unit) {
-    const int64_t m0 = (unit % mUnits) * kUnitRows;
-    const int64_t q0 = p0 + (unit / mUnits) * kUnitPanels;
-    const int64_t m1 = m0 + kUnitRows < M ? m0 + kUnitRows : M;
-    const int64_t q1 = q0 + kUnitPanels < p1 ? q0 + kUnitPanels : p1;
-    isa.range(p, m0, m1, q0, q1);
-  }
+  // The range's units by bands of row units whose prepared activations
+  // fit in about half a core's L2 (kBandBytes), each band over all the
+  // range's panels: a band's activations are read from L2 once per panel
+  // pair instead of every row of x streaming from L3 for each pair (the
+  // weights are unpacked per unit either way).
+  const int64_t unitBytes =
+      kUnitRows * (p.act.ldx > 0 ? p.act.ldx : p.K) * std::max(1, p.act.digits);
+  const int64_t band = std::max<int64_t>(1, kBandBytes / unitBytes);
+  const int64_t mLo = begin % mUnits, mHi = (end - 1) % mUnits;
+  const int64_t pLo = begin / mUnits, pHi = (end - 1) / mUnits;
+  for (int64_t b0 = 0; b0 < mUnits; b0 += band)
+    for (int64_t pu = pLo; pu <= pHi; ++pu)
+      for (int64_t mu = b0; mu < b0 + band && mu < mUnits; ++mu) {
+        // Only the range's own units (its first and last panel units may
+        // hold some of their row units).
+        if ((pu == pLo && mu < mLo) || (pu == pHi && mu > mHi))
+          continue;
+        const int64_t m0 = mu * kUnitRows;
+        const int64_t q0 = p0 + pu * kUnitPanels;
+        const int64_t m1 = m0 + kUnitRows < M ? m0 + kUnitRows : M;
+        const int64_t q1 = q0 + kUnitPanels < p1 ? q0 + kUnitPanels : p1;
+        isa.range(p, m0, m1, q0, q1);
+      }
   if (isa.threadTeardown)
     isa.threadTeardown();
 }

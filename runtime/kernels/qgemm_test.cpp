@@ -202,6 +202,33 @@ TEST(QGemm, LargeShapesAcrossThreads) {
   }
 }
 
+// Enough rows of a wide K that a thread's units run in several bands of row
+// units (qgemm.cpp's runUnits: 6 row units of 64, 4 to a band at K = 3072
+// with int8x2), with thread ranges that start and end inside a panel pair:
+// every output once, on every path.
+TEST(QGemm, RowBandsAcrossThreads) {
+  const std::vector<GemmRun> runs = availableRuns();
+  const QuantFormat f{4, 32, QuantGrid::Balanced};
+  const int64_t M = 330, K = 3072, N = 80;
+  const testing::QMatmulProblem p(f, M, K, N, 3100);
+  const std::vector<uint8_t> w =
+      repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+  std::vector<float> yg(M * N);
+  qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+            p.w.data(), f, N, yg.data(), false, nullptr);
+  for (const GemmRun &r : runs) {
+    if (r.act == QActivations::F32)
+      continue;
+    const std::vector<float> y1 = runGemm(p, w, r, false, 1);
+    for (int64_t i = 0; i < M * N; ++i)
+      ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+          << r.name << " at " << i;
+    for (int threads : {2, 3})
+      ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
+          << r.name << " threads=" << threads;
+  }
+}
+
 // The integer paths quantize x as qmatmul does, so they agree with
 // qmatmul's own SIMD path to float rounding (much tighter than the bound
 // against f32 x).
