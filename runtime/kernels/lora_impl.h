@@ -210,6 +210,9 @@ template <typename V> struct LoraKernels {
     }
     if constexpr (RB == 4) {
       V::sum4(total, t + i);
+    } else if constexpr (RB == 8) {
+      V::sum4(total, t + i);
+      V::sum4(total + 4, t + i + 4);
     } else {
       for (int r = 0; r < RB; ++r)
         t[i + r] = V::sum(total[r]);
@@ -219,7 +222,17 @@ template <typename V> struct LoraKernels {
   static void down(const float *x, int64_t M, int64_t ldx, const LoraMatrix &a,
                    int64_t i0, int64_t i1, float *t, int64_t ldt) {
     if (M == 1 && a.q8) {
+      // The loops prefetch from kPrefetchBytes ahead: the heads of the
+      // first rows are fetched here, all at once, not one miss at a time.
+      const int64_t rowBytes = a.cols + 2 * (a.cols / a.group);
+      const uint8_t *q = static_cast<const uint8_t *>(a.data) + i0 * rowBytes;
+      const int64_t heads = i1 - i0 < 8 ? i1 - i0 : 8;
+      for (int64_t r = 0; r < heads; ++r)
+        for (int64_t b = 0; b < kPrefetchBytes; b += 64)
+          V::prefetch(q + r * rowBytes + b);
       int64_t i = i0;
+      for (; i + 8 <= i1; i += 8)
+        downQ8Decode<8>(x, a, i, t);
       for (; i + 4 <= i1; i += 4)
         downQ8Decode<4>(x, a, i, t);
       for (; i < i1; ++i)
