@@ -17,7 +17,12 @@ bytes an adapter adds per decode token against the base's weight bytes.
 The issue's goals are <= 15% slower decode with f16, <= 8% with w8.
 Prints numbers, asserts none.
 
+With --baseline-build DIR every round also runs DIR's fm-run (an older
+build, say) the same way, right after this one's, and prints its rows
+beside (labelled "old"): before/after kernels on the same minutes.
+
 Usage: lora_bench.py [--build build] [--work /tmp/fm_lora_bench]
+                     [--baseline-build DIR]
                      [--ckpt DIR (an existing make_afm7_qat.py checkpoint)]
                      [--rank 32] [--threads 1,2] [--repeats 3] [--layers 56]
 """
@@ -48,6 +53,8 @@ def warm(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--baseline-build", default="",
+                    help="also run this build's fm-run in every round")
     ap.add_argument("--work", default="/tmp/fm_lora_bench")
     ap.add_argument("--ckpt", default="", help="reuse this afm7-shaped checkpoint")
     ap.add_argument("--layers", type=int, default=56)
@@ -96,18 +103,23 @@ def main():
 
     prompt = ",".join(str(1 + (i * 7919) % 150000) for i in range(128))
     threads = [int(t) for t in args.threads.split(",")]
-    configs = ["base", "f16", "w8"]
+    runners = [("", os.path.join(bin_, "fm-run"))]
+    if args.baseline_build:
+        runners.append(("old ", os.path.join(args.baseline_build, "bin", "fm-run")))
+    configs = [l + c for l, _ in runners for c in ("base", "f16", "w8")]
     decode = {(c, t): [] for c in configs for t in threads}
     prefill = {(c, t): [] for c in configs for t in threads}
     for _ in range(args.repeats):
         for t in threads:
             for c in configs:
-                cmd = [os.path.join(bin_, "fm-run"), fmb, "--tokens", prompt,
+                label, q = (c[:4], c[4:]) if c.startswith("old ") else ("", c)
+                fmrun = dict(runners)[label]
+                cmd = [fmrun, fmb, "--tokens", prompt,
                        "--max-new-tokens", str(args.new_tokens), "--threads", str(t), "--stats"]
                 warm(fmb)
-                if c != "base":
-                    warm(adapters[c][0])
-                    cmd += ["--adapter", adapters[c][0]]
+                if q != "base":
+                    warm(adapters[q][0])
+                    cmd += ["--adapter", adapters[q][0]]
                 st = json.loads(run(cmd).strip().splitlines()[-1])
                 decode[(c, t)].append(st["decode_tokens_per_s"])
                 prefill[(c, t)].append(st["prefill_tokens_per_s"])
@@ -122,19 +134,20 @@ def main():
               "read per token (%.1f%% of the base's weight bytes)"
               % (q, args.rank, len(info["loras"]), info["parameters"] / 1e6,
                  info["data_bytes"] / 1e6, 100.0 * info["data_bytes"] / base_bytes))
-    print("%-7s %-5s %24s %24s %13s %13s"
+    print("%-7s %-8s %24s %24s %13s %13s"
           % ("threads", "run", "decode tok/s (min-max)", "prefill tok/s (min-max)",
              "decode ratio", "prefill ratio"))
     for t in threads:
         for c in configs:
             d, p = decode[(c, t)], prefill[(c, t)]
-            if c == "base":
+            base = c[:4] + "base" if c.startswith("old ") else "base"
+            if c == base:
                 ratio = "-", "-"
             else:
-                rd = [a / b for a, b in zip(d, decode[("base", t)])]
-                rp = [a / b for a, b in zip(p, prefill[("base", t)])]
+                rd = [a / b for a, b in zip(d, decode[(base, t)])]
+                rp = [a / b for a, b in zip(p, prefill[(base, t)])]
                 ratio = "%.3f" % statistics.median(rd), "%.3f" % statistics.median(rp)
-            print("%-7d %-5s %8.2f (%5.2f-%5.2f) %10.1f (%5.1f-%5.1f) %13s %13s"
+            print("%-7d %-8s %8.2f (%5.2f-%5.2f) %10.1f (%5.1f-%5.1f) %13s %13s"
                   % (t, c, statistics.median(d), min(d), max(d), statistics.median(p),
                      min(p), max(p), ratio[0], ratio[1]))
     return 0

@@ -155,6 +155,15 @@ template <typename V> struct LoraKernels {
   // may point past a matrix's end).
   static constexpr int64_t kPrefetchBytes = 768;
 
+  // Prefetches bytes [b0, b1) of rows [0, rows) of a q8 matrix from `q`
+  // (a hint: it may point past the matrix's end).
+  static void prefetchRows(const uint8_t *q, int64_t rowBytes, int64_t rows,
+                           int64_t b0, int64_t b1) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = b0; b < b1; b += 64)
+        V::prefetch(q + r * rowBytes + b);
+  }
+
   static void widenScales(const uint8_t *halves, int64_t n, float *out) {
     const uint16_t *h = reinterpret_cast<const uint16_t *>(halves);
     int64_t j = 0;
@@ -176,6 +185,9 @@ template <typename V> struct LoraKernels {
     Reg total[RB];
     for (int r = 0; r < RB; ++r)
       total[r] = V::zero();
+    // The next rows' scales, read first when they start: fetched now, as
+    // their quants are by the loop's run-on prefetch.
+    prefetchRows(q + RB * rowBytes, rowBytes, RB, K, rowBytes);
     alignas(64) float scales[RB][kScaleChunk];
     for (int64_t g0 = 0; g0 < groups; g0 += kScaleChunk) {
       const int64_t gn = groups - g0 < kScaleChunk ? groups - g0 : kScaleChunk;
@@ -192,9 +204,13 @@ template <typename V> struct LoraKernels {
         for (int r = 0; r < RB; ++r)
           acc[r] = start;
         // The rows are RB streams: the hardware prefetcher alone leaves
-        // the loop waiting on memory (a third slower, measured).
+        // the loop waiting on memory (a third slower, measured). Past a
+        // row's end each stream runs on into its row of the next RB rows
+        // (the next call), so those do not start cold.
+        const int64_t ahead = k0 + kPrefetchBytes;
+        const int64_t wrap = ahead >= rowBytes ? (RB - 1) * rowBytes : 0;
         for (int r = 0; r < RB; ++r)
-          V::prefetch(q + r * rowBytes + k0 + kPrefetchBytes);
+          V::prefetch(q + r * rowBytes + ahead + wrap);
         for (int64_t k = k0; k < k0 + group; k += L) {
           const Reg xv = V::load(x + k);
           for (int r = 0; r < RB; ++r)
@@ -206,6 +222,9 @@ template <typename V> struct LoraKernels {
     }
     if constexpr (RB == 4) {
       V::sum4(total, t + i);
+    } else if constexpr (RB == 8) {
+      V::sum4(total, t + i);
+      V::sum4(total + 4, t + i + 4);
     } else {
       for (int r = 0; r < RB; ++r)
         t[i + r] = V::sum(total[r]);
@@ -215,7 +234,16 @@ template <typename V> struct LoraKernels {
   static void down(const float *x, int64_t M, int64_t ldx, const LoraMatrix &a,
                    int64_t i0, int64_t i1, float *t, int64_t ldt) {
     if (M == 1 && a.q8) {
+      // The loops prefetch from kPrefetchBytes ahead: the heads of the
+      // first rows are fetched here, all at once, not one miss at a time.
+      const int64_t rowBytes = a.cols + 2 * (a.cols / a.group);
+      const uint8_t *q = static_cast<const uint8_t *>(a.data) + i0 * rowBytes;
+      const int64_t heads = i1 - i0 < 8 ? i1 - i0 : 8;
+      prefetchRows(q, rowBytes, heads, 0, kPrefetchBytes);
+      prefetchRows(q, rowBytes, heads, a.cols, rowBytes);
       int64_t i = i0;
+      for (; i + 8 <= i1; i += 8)
+        downQ8Decode<8>(x, a, i, t);
       for (; i + 4 <= i1; i += 4)
         downQ8Decode<4>(x, a, i, t);
       for (; i < i1; ++i)
@@ -347,6 +375,8 @@ template <typename V> struct LoraKernels {
     alignas(64) float coef[RB][kScaleChunk];
     alignas(64) float bias[kScaleChunk];
     const int64_t gEnd = (n1 + group - 1) / group; // n1 = N or a unit edge
+    prefetchRows(q + RB * rowBytes, rowBytes, RB, N + 2 * (n0 / group),
+                 N + 2 * gEnd);
     for (int64_t g0 = n0 / group; g0 < gEnd; g0 += kScaleChunk) {
       const int64_t gn = gEnd - g0 < kScaleChunk ? gEnd - g0 : kScaleChunk;
       for (int r = 0; r < RB; ++r)
@@ -366,8 +396,12 @@ template <typename V> struct LoraKernels {
         int64_t n = (g0 + g) * group, end = n + group;
         n = n < n0 ? n0 : n;
         end = end > n1 ? n1 : end;
+        // As the q8 down: past the range's end, into this row's range in
+        // the next RB rows.
+        const int64_t ahead = n + kPrefetchBytes;
+        const int64_t at = ahead < n1 ? ahead : ahead - n1 + n0 + RB * rowBytes;
         for (int r = 0; r < RB; ++r)
-          V::prefetch(q + r * rowBytes + n + kPrefetchBytes);
+          V::prefetch(q + r * rowBytes + at);
         for (; n < end; n += L) {
           Reg acc = V::add(V::load(y + n), bv);
           for (int r = 0; r < RB; ++r)
@@ -382,6 +416,15 @@ template <typename V> struct LoraKernels {
                  int64_t n0, int64_t n1, float scale, float *y, int64_t ldy) {
     if (M == 1) {
       // 8 rows per pass over y: half the loads and stores of y of 4.
+      if (bt.q8) { // the first rows' heads and scales, all at once
+        const int64_t N = bt.cols, rowBytes = N + 2 * (N / bt.group);
+        const int64_t heads = bt.rows < 8 ? bt.rows : 8;
+        const uint8_t *q = static_cast<const uint8_t *>(bt.data);
+        const int64_t head = n1 - n0 < kPrefetchBytes ? n1 - n0 : kPrefetchBytes;
+        prefetchRows(q, rowBytes, heads, n0, n0 + head);
+        prefetchRows(q, rowBytes, heads, N + 2 * (n0 / bt.group),
+                     N + 2 * ((n1 + bt.group - 1) / bt.group));
+      }
       int64_t i = 0;
       for (; i + 8 <= bt.rows; i += 8)
         upDecodeRows<8>(t, bt, i, n0, n1, scale, y);

@@ -181,6 +181,14 @@ TEST(Lora, Q8DecodeLongRows) {
     checkCase(path, 1, 66 * 32, 5, 7, 66 * 32, 64, true, 32);
 }
 
+TEST(Lora, Q8DecodeRowBlocks) {
+  // Decode takes q8 rows 8, then 4, then 1 at a time (down and up): ranks
+  // 13 (8 + 4 + 1) and 12 (8 + 4), with column ranges that end mid-row.
+  for (KernelIsa path : paths())
+    for (int group : {32, 64})
+      checkCase(path, 1, 256, 13, 12, 192, 320, true, group);
+}
+
 TEST(Lora, WideAndThreaded) {
   // Decode and prefill of an afm7-like projection: enough work for the
   // pool, N spanning many 64-column units.
