@@ -67,15 +67,21 @@ else
 fi
 
 # An image through a VLM: the afm7 decoder with an RW-ViTDet encoder and the
-# VL adapter (docs/vit.md), random weights. The bundled PNG (128x96) is
-# resized to the encoder's 80x80 as its config says; its 9 adapter tokens
-# take the 9 placeholders (token 508) of the prompt.
-step "an image through a VLM (fm_vlm: afm7 + RW-ViTDet, random weights): fm-run --image"
+# VL adapter (docs/vit.md), random weights, with the byte-level tokenizer of
+# test/e2e/check_vlm_text.py beside it (its added token <|image_pad|> is the
+# config's image_token_index 508). The bundled PNG (128x96) is resized to the
+# encoder's 80x80 as its config says; the prompt's <image> marker becomes the
+# 9 placeholders that its 9 adapter tokens take; in the chat the image is
+# encoded once and turn 2 reuses its placeholders from the KV cache.
+step "an image through a VLM (fm_vlm: afm7 + RW-ViTDet, random weights): fm-run --prompt '... <image> ...' --image"
 /usr/bin/python3 examples/gen_checkpoint.py --family fm_vlm --preset afm7-rw-tiny --out "$WORK/vlm" --seed 7
-"$BIN/fmc" compile "$WORK/vlm" -o "$WORK/vlm.fmb" --max-prefill 32 | grep -E '^  (model|image|weights)' || true
-VLM_PROMPT=1,17,$(printf '508,%.0s' 1 2 3 4 5 6 7 8 9)42,5
-"$BIN/fm-run" "$WORK/vlm.fmb" --tokens "$VLM_PROMPT" --image examples/images/landscape.png \
+/usr/bin/python3 test/e2e/check_vlm_text.py --write-tokenizer "$WORK/vlm"
+"$BIN/fmc" compile "$WORK/vlm" -o "$WORK/vlm.fmb" --max-prefill 32 | grep -E '^  (model|image|weights|tokenizer)' || true
+"$BIN/fm-run" "$WORK/vlm.fmb" --prompt 'Describe <image> briefly.' --image examples/images/landscape.png \
   --max-new-tokens 16 --stats
+printf 'What is in <image>?\n---\nAnd in two words?\n' > "$WORK/vlm_chat.txt"
+"$BIN/fm-run" "$WORK/vlm.fmb" --chat --chat-file "$WORK/vlm_chat.txt" --image examples/images/landscape.png \
+  --max-new-tokens 6 --stats 2>&1 | grep -o '"turn": [0-9]*, "context_tokens": [0-9]*, "reused_tokens": [0-9]*\|"prefilled_images": .*'
 "$BIN/fm-run" "$WORK/vlm.fmb" --image examples/images/landscape.png \
   --image-tokens-out "$WORK/landscape_tokens.npy" > /dev/null
 /usr/bin/python3 -c "import numpy as n, sys; t = n.load(sys.argv[1]); print('  image tokens: %s, max |value| %.3f' % (list(t.shape), abs(t).max()))" "$WORK/landscape_tokens.npy"

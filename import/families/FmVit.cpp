@@ -145,6 +145,11 @@ Error buildFmVit(ConfigReader &f, ModelSpec &spec, StringRef file) {
     return makeError(adapterFile + ": grid=" + Twine(v.outGrid) +
                      " must be at most the patch grid image_size/patch_size=" +
                      Twine(v.grid) + " (the adapter pools the patch grid)");
+  if (v.window > v.grid)
+    return makeError(file + ": window_size=" + Twine(v.window) +
+                     " must be at most the patch grid image_size/patch_size=" +
+                     Twine(v.grid) + " (a larger window is one window of "
+                     "mostly zero padding)");
   // A grid of g^2 patches times C must fit the activation sizes fmc uses.
   if (v.grid > 65536 || uint64_t(v.grid) * v.grid * uint64_t(v.hidden) >
                             uint64_t(std::numeric_limits<int32_t>::max()))

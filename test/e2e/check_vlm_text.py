@@ -27,6 +27,9 @@ needed to know them. What is checked:
   - a template that rewrites the conversation's start every turn: turn 2
     prefills the turn-1 image again from its kept tokens (not re-encoded)
     and the reply is still the reference's.
+With --case markers, only <image> outside the user turns: a reply and a
+--system text that hold it keep it as text; the image token's text typed by
+the user or in --system is refused; U+E000 typed by the user is text.
 Prints one line per check and `N passed, N failed` at the end.
 """
 import argparse
@@ -227,9 +230,106 @@ def chat_checks(tool, fmb, cfg, W, n, image, tensor, work, template, label):
     return lines
 
 
+def user_expanded(messages, n):
+    """The messages with only the user turns' <image> markers as n image
+    tokens: what the rendering must hold (the rule of fm/image_prompt.h)."""
+    return [dict(m, content=m["content"].replace("<image>", IMAGE_TEXT * n))
+            if m["role"] == "user" else m for m in messages]
+
+
+def _plain_ids(text):
+    ids, i = [], 0
+    while i < len(text):
+        for t, tid in ADDED.items():
+            if text.startswith(t, i):
+                ids.append(tid)
+                i += len(t)
+                break
+        else:
+            ids.extend(text[i].encode("utf-8"))
+            i += 1
+    return ids
+
+
+def marker_checks(tool, fmb, cfg, W, n, image, tensor, work):
+    """<image> outside the user turns is text: a reply that holds it (forced
+    by --regex), a --system text that holds it; the user typing the image
+    token's text or the sentinel code point."""
+    fm_chat = lambda cf, *a, expect_fail=False: run(
+        [tool("fm-run"), fmb, "--activations", "f32", "--chat", "--chat-file", cf,
+         "--stats"] + list(a), expect_fail)
+
+    def turns_file(name, turns):
+        cf = os.path.join(work, name)
+        open(cf, "w", encoding="utf-8").write("\n---\n".join(turns) + "\n")
+        return cf
+
+    # (a) Turn 1's reply is "<image>" (the regex forces it); turn 2's one
+    # marker takes the one image.
+    turns = ["Say the marker.", "What is in <image>?"]
+    _, _, err = fm_chat(turns_file("reply_marker.txt", turns), "--regex", "<image>",
+                        "--max-new-tokens", "10", "--image-tensor", tensor)
+    lines = [l for l in stats_lines(err) if "turn" in l]
+    check(len(lines) == 2, "marker in a reply: two turns", err[-300:])
+    if len(lines) == 2:
+        messages = []
+        for i, (user, st) in enumerate(zip(turns, lines)):
+            messages.append({"role": "user", "content": user})
+            want = _plain_ids(render(TEMPLATE, user_expanded(messages, n)))
+            check(st["context_ids"] == want, "marker in a reply, turn %d: the context is "
+                  "jinja2's rendering with only the user's marker expanded (%d ids, %d "
+                  "placeholders)" % (i + 1, len(want), want.count(IMAGE)),
+                  "%s != %s" % (st["context_ids"], want))
+            reply = bytes(t for t in st["generated_ids"] if t < 256).decode()
+            check(reply == "<image>", "marker in a reply, turn %d: the reply is %r" % (
+                i + 1, reply))
+            messages.append({"role": "assistant", "content": reply})
+        check([l["prefilled_images"] for l in lines] == [0, 1],
+              "marker in a reply: the image is prefilled in turn 2 only")
+
+    # (b) A --system text that holds <image>: plain text; the reply is the
+    # reference's argmax with the one image.
+    system = "Answer about <image> markers."
+    user = "Look: <image>"
+    _, _, err = fm_chat(turns_file("system_marker.txt", [user]), "--system", system,
+                        "--max-new-tokens", "4", "--image-tensor", tensor)
+    st = [l for l in stats_lines(err) if "turn" in l][-1]
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    want = _plain_ids(render(TEMPLATE, user_expanded(messages, n)))
+    check(st["context_ids"] == want and want.count(IMAGE) == n,
+          "marker in --system: the context is jinja2's rendering with only the user's "
+          "marker expanded", "%s != %s" % (st["context_ids"], want))
+    gen = st["generated_ids"]
+    check(gen == argmax_after(cfg, W, want + gen, len(want), [image]),
+          "marker in --system: the reply %s is the reference's argmax" % gen)
+
+    # (c) The image token's text is that token (as HF's tokenizer splits it
+    # out), never a marker: refused in a user turn and in --system.
+    rc, _, err = fm_chat(turns_file("typed_pad.txt", ["hi", "a " + IMAGE_TEXT + " b"]),
+                         "--max-new-tokens", "2", expect_fail=True)
+    check(rc != 0 and "user turn 2 holds the image token's text '<|image_pad|>' itself" in err,
+          "the image token's text in a user turn is refused naming the turn: %s" %
+          err.strip()[-160:])
+    rc, _, err = fm_chat(turns_file("plain.txt", ["hi"]), "--system", "x" + IMAGE_TEXT,
+                         "--max-new-tokens", "2", expect_fail=True)
+    check(rc != 0 and "the system text holds the image token's text" in err,
+          "the image token's text in --system is refused: %s" % err.strip()[-160:])
+    # The sentinel's code point typed by the user is text: another is taken.
+    user = "\ue000 then <image> \ue001"
+    _, _, err = fm_chat(turns_file("sentinel.txt", [user]), "--max-new-tokens", "1",
+                        "--image-tensor", tensor)
+    st = [l for l in stats_lines(err) if "turn" in l][-1]
+    want = _plain_ids(render(TEMPLATE, user_expanded([{"role": "user", "content": user}], n)))
+    check(st["context_ids"] == want and want.count(IMAGE) == n,
+          "U+E000 typed by the user is text, its marker still takes the image",
+          "%s != %s" % (st["context_ids"], want))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work")
+    ap.add_argument("--case", choices=["all", "markers"], default="all",
+                    help="markers: only the checks of <image> outside user turns")
     ap.add_argument("--bin", default="")
     ap.add_argument("--write-tokenizer", metavar="DIR",
                     help="only write the tokenizer (and its chat template) into DIR")
@@ -259,6 +359,10 @@ def main():
     run([tool("fmc"), "compile", model, "-o", fmb])
     fm_run = lambda *a, expect_fail=False: run(
         [tool("fm-run"), fmb, "--activations", "f32"] + list(a), expect_fail)
+    if args.case == "markers":
+        marker_checks(tool, fmb, cfg, W, n, images[0], tensors[0], args.work)
+        print("%d passed, %d failed" % (passed, failed))
+        return 0 if failed == 0 else 1
     prompt_checks(fm_run, cfg, W, n, images, tensors)
 
     lines = chat_checks(tool, fmb, cfg, W, n, images[0], tensors[0], args.work, TEMPLATE,

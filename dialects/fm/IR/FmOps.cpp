@@ -786,6 +786,11 @@ LogicalResult VitAttentionOp::verify() {
     int64_t w = getWindow() ? (int64_t)*getWindow() : 0;
     if (w <= 0)
       return emitOpError() << who << ": window attention needs a window > 0";
+    // A window wider than both sides is one window of mostly padding.
+    if (w > std::max(grid[0], grid[1]))
+      return emitOpError() << who << ": window " << w << " is larger than the "
+                           << grid[0] << "x" << grid[1]
+                           << " grid (at most its larger side)";
     sh = sw = w;
   } else if (getWindow()) {
     return emitOpError() << who << ": global attention takes no window";

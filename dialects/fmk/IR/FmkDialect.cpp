@@ -98,6 +98,10 @@ LogicalResult VitAttentionOp::verify() {
     return emitOpError() << "qkv must be [" << r + grid[0] * grid[1] << ", "
                          << 3 * h * d << "] and the result ["
                          << r + grid[0] * grid[1] << ", " << h * d << "]";
+  if (getWindow() > std::max(grid[0], grid[1]))
+    return emitOpError() << "window " << getWindow() << " is larger than the "
+                         << grid[0] << "x" << grid[1]
+                         << " grid (at most its larger side)";
   const int64_t sh = getWindow() ? getWindow() : grid[0],
                 sw = getWindow() ? getWindow() : grid[1];
   if (Value t = getRelPosH();

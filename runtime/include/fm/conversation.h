@@ -68,10 +68,14 @@ public:
   /// encoded now, once (Session::encodeImage), and its tokens kept for as
   /// long as the conversation lasts. Images are taken by the markers of the
   /// turns said after them, in order: the first marker not yet taken takes
-  /// the first image not yet taken. The template renders the markers as
-  /// text; in the rendered conversation each becomes the image token's text
-  /// once per image token (as Hugging Face's processors expand it) before it
-  /// is encoded, so the template sees what the user wrote. When the cache
+  /// the first image not yet taken. Only a user turn's markers take images:
+  /// `<image>` in the system text or a reply stays text. The template renders
+  /// the user's markers as a private-use sentinel (fm/image_prompt.h); in the
+  /// rendered conversation each becomes the image token's text once per
+  /// image token (as Hugging Face's processors expand it) before it is
+  /// encoded. The image token's text itself is refused in a user turn and in
+  /// the system text (it would be a placeholder without an image), and a
+  /// reply never samples the placeholder id. When the cache
   /// keeps an image's placeholders its tokens are not needed again; when a
   /// re-rendering prefills them anew, the kept tokens go in
   /// (Session::addImageTokens).

@@ -2,6 +2,7 @@
 // the model's image placeholder tokens before the text is encoded.
 #pragma once
 
+#include "fm/chat_template.h"
 #include "fm/runtime.h"
 #include "fm/status.h"
 #include "fm/tokenizer.h"
@@ -9,14 +10,17 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fm {
 
 /// The text that stands for one image in a prompt or a chat turn.
 inline constexpr std::string_view kImageMarker = "<image>";
 
-/// How many markers `text` holds (non-overlapping, left to right).
-int64_t countImageMarkers(std::string_view text);
+/// How many markers `text` holds (non-overlapping, left to right); `marker`
+/// is kImageMarker or a chat's sentinel (chatImageSentinel).
+int64_t countImageMarkers(std::string_view text,
+                          std::string_view marker = kImageMarker);
 
 /// The text of a VLM's image placeholder token (ImageEncoderInfo::
 /// imageTokenIndex) in its tokenizer: the added token with that id, checked
@@ -31,6 +35,35 @@ Expected<std::string> imageTokenText(const Model &model,
 /// `text` with every marker replaced by `tokenText` repeated `perImage`
 /// times (ImageEncoderInfo::tokens).
 std::string expandImageMarkers(std::string_view text,
-                               const std::string &tokenText, int64_t perImage);
+                               const std::string &tokenText, int64_t perImage,
+                               std::string_view marker = kImageMarker);
+
+/// In a chat only the markers a user turn holds take images: a system text
+/// or an assistant reply that holds `<image>` keeps it as plain text. So
+/// the user turns' markers become a sentinel before the template renders,
+/// and only the sentinel is counted and expanded afterwards. The sentinel
+/// is one private-use code point (U+E000 ... U+F8FF), the first that none
+/// of `texts` (every message's content, the template source, the special
+/// tokens' text, the extra template variables) holds, chosen afresh for
+/// each rendering; so a user who types U+E000 gets another sentinel, not a
+/// marker. "" when every one of them occurs (no chat holds 6400 of them).
+std::string chatImageSentinel(const std::vector<std::string_view> &texts);
+
+/// `text` with its kImageMarker markers replaced by `sentinel`.
+std::string markImages(std::string_view text, std::string_view sentinel);
+
+/// A VLM chat's text for the tokenizer: `messages` rendered by `tmpl`
+/// (compiled from `templateSource`) with each user turn's marker expanded
+/// into `tokenText` x perImage, and `<image>` in any other text (system,
+/// assistant, the template's own) left as it is. `*markers` is the number
+/// of user markers the rendering holds (a template may drop or repeat
+/// turns: the caller compares it with the images it has). An error when
+/// the template fails or no sentinel is left.
+Expected<std::string> renderChatImages(const ChatTemplate &tmpl,
+                                       std::string_view templateSource,
+                                       const std::vector<ChatMessage> &messages,
+                                       const ChatTemplateOptions &options,
+                                       const std::string &tokenText,
+                                       int64_t perImage, int64_t *markers);
 
 } // namespace fm

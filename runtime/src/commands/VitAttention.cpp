@@ -3,6 +3,7 @@
 // Register-Window registers (docs/vit.md), a device micro-kernel.
 #include "commands/Command.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fm::rt {
@@ -21,6 +22,13 @@ Status verify(const VerifyContext &c, const fa::Command &command) {
                   std::to_string(op.grid_w()) + ", " +
                   std::to_string(op.heads()) + ", " +
                   std::to_string(op.head_dim()) + ")");
+  // A window wider than both sides of the grid is one window of mostly
+  // padding (fm.vit_attention refuses it); bounding it here keeps a crafted
+  // artifact's window^2 from wrapping the kernels' token counts.
+  if (u64(op.window()) > std::max(u64(op.grid_h()), u64(op.grid_w())))
+    return c.fail("window " + std::to_string(op.window()) +
+                  " is larger than the " + std::to_string(op.grid_h()) + "x" +
+                  std::to_string(op.grid_w()) + " grid (at most its larger side)");
   if (!std::isfinite(op.scale()))
     return c.fail("scale is not finite");
   const int64_t hd = op.head_dim(), width = int64_t(op.heads()) * hd;

@@ -4,6 +4,7 @@
 #include "fm/image_prompt.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace fm {
 
@@ -41,6 +42,16 @@ Expected<Conversation> Conversation::start(Session &session,
       e && e->imageTokenIndex >= 0)
     if (Expected<std::string> text = imageTokenText(model, *tokenizer); text)
       c.imageText_ = *text;
+  // The image token's text is that token wherever it stands (HF's tokenizers
+  // split added tokens out first): in the system text it would be a
+  // placeholder without an image in every turn.
+  if (!c.imageText_.empty() &&
+      options.system.find(c.imageText_) != std::string::npos)
+    return Status::error(model.name() + ": the system text holds the image "
+                         "token's text '" + c.imageText_ +
+                         "', which would be an image placeholder without an "
+                         "image (only a user turn's " +
+                         std::string(kImageMarker) + " marker takes an image)");
   return c;
 }
 
@@ -73,6 +84,15 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
   const ImageEncoderInfo *e = session_->model().imageEncoder();
   const bool vlm = e && e->imageTokenIndex >= 0;
   const int64_t markers = vlm ? countImageMarkers(user) : 0;
+  const int64_t turnNo =
+      1 + std::count_if(messages_.begin(), messages_.end(),
+                        [](const ChatMessage &m) { return m.role == "user"; });
+  if (vlm && !imageText_.empty() && user.find(imageText_) != std::string::npos)
+    return Status::error(
+        name + ": user turn " + std::to_string(turnNo) +
+        " holds the image token's text '" + imageText_ +
+        "' itself, which would be an image placeholder without an image: "
+        "write " + std::string(kImageMarker) + " for an image");
   const int64_t left = images() - taken_;
   if (markers > left)
     return Status::error(
@@ -87,19 +107,22 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
     session_->clearImages();
     return s;
   };
-  Expected<std::string> text = render();
+  // Only the user turns' markers take images (fm/image_prompt.h): `<image>`
+  // in a system text or a reply stays text.
+  int64_t rendered = 0;
+  Expected<std::string> text =
+      vlm ? renderChatImages(template_, tokenizer_.chatTemplate(), messages_,
+                             templateOptions_, imageText_, e->tokens, &rendered)
+          : render();
   if (!text)
     return undo(text.status());
-  if (vlm && countImageMarkers(*text) != inUse)
+  if (vlm && rendered != inUse)
     return undo(Status::error(
-        name + ": the chat template rendered " +
-        std::to_string(countImageMarkers(*text)) + " " +
-        std::string(kImageMarker) + " markers for the " +
-        std::to_string(inUse) + " images of the conversation's turns"));
-  // (Markers in use imply images added, hence imageText_.)
-  Expected<std::vector<TokenId>> ids = tokenizer_.encode(
-      inUse > 0 ? expandImageMarkers(*text, imageText_, e->tokens) : *text,
-      false);
+        name + ": the chat template rendered " + std::to_string(rendered) +
+        " of the user turns' " + std::string(kImageMarker) +
+        " markers for the " + std::to_string(inUse) +
+        " images of the conversation's turns"));
+  Expected<std::vector<TokenId>> ids = tokenizer_.encode(*text, false);
   if (!ids)
     return undo(ids.status());
   if (ids->empty())
@@ -147,8 +170,22 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
     return undo(s);
   const std::vector<int32_t> rest(ids->begin() + static_cast<long>(keep),
                                   ids->end());
+  // A reply never holds the placeholder: its text, the image token's, would
+  // be a placeholder without an image when the next turn renders.
+  GenerateOptions generate = options;
+  if (vlm)
+    generate.logitsProcessor = [inner = options.logitsProcessor, placeholder](
+                                   const std::vector<int32_t> &generated,
+                                   float *logits, int64_t vocab) {
+      if (inner)
+        if (Status s = inner(generated, logits, vocab); !s)
+          return s;
+      if (placeholder < vocab)
+        logits[placeholder] = -std::numeric_limits<float>::infinity();
+      return Status::ok();
+    };
   Expected<Generation> reply =
-      session_->generateText(rest, sampler, options, callback);
+      session_->generateText(rest, sampler, generate, callback);
   if (!reply)
     return undo(reply.status());
 

@@ -3,10 +3,10 @@
 
 namespace fm {
 
-int64_t countImageMarkers(std::string_view text) {
+int64_t countImageMarkers(std::string_view text, std::string_view marker) {
   int64_t n = 0;
-  for (size_t at = text.find(kImageMarker); at != std::string_view::npos;
-       at = text.find(kImageMarker, at + kImageMarker.size()))
+  for (size_t at = text.find(marker); at != std::string_view::npos;
+       at = text.find(marker, at + marker.size()))
     ++n;
   return n;
 }
@@ -39,20 +39,71 @@ Expected<std::string> imageTokenText(const Model &model,
 }
 
 std::string expandImageMarkers(std::string_view text,
-                               const std::string &tokenText, int64_t perImage) {
+                               const std::string &tokenText, int64_t perImage,
+                               std::string_view marker) {
   std::string run;
   for (int64_t i = 0; i < perImage; ++i)
     run += tokenText;
   std::string out;
   size_t from = 0;
-  for (size_t at = text.find(kImageMarker); at != std::string_view::npos;
-       at = text.find(kImageMarker, from)) {
+  for (size_t at = text.find(marker); at != std::string_view::npos;
+       at = text.find(marker, from)) {
     out.append(text.substr(from, at - from));
     out += run;
-    from = at + kImageMarker.size();
+    from = at + marker.size();
   }
   out.append(text.substr(from));
   return out;
+}
+
+std::string chatImageSentinel(const std::vector<std::string_view> &texts) {
+  for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
+    // UTF-8 of a three-byte code point.
+    const char utf8[3] = {static_cast<char>(0xE0 | (cp >> 12)),
+                          static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                          static_cast<char>(0x80 | (cp & 0x3F))};
+    const std::string_view s(utf8, 3);
+    bool used = false;
+    for (std::string_view t : texts)
+      if (t.find(s) != std::string_view::npos) {
+        used = true;
+        break;
+      }
+    if (!used)
+      return std::string(s);
+  }
+  return {};
+}
+
+std::string markImages(std::string_view text, std::string_view sentinel) {
+  return expandImageMarkers(text, std::string(sentinel), 1);
+}
+
+Expected<std::string> renderChatImages(const ChatTemplate &tmpl,
+                                       std::string_view templateSource,
+                                       const std::vector<ChatMessage> &messages,
+                                       const ChatTemplateOptions &options,
+                                       const std::string &tokenText,
+                                       int64_t perImage, int64_t *markers) {
+  std::vector<std::string_view> texts = {
+      templateSource,   options.extraJson, options.bosToken,
+      options.eosToken, options.unkToken,  options.padToken};
+  for (const ChatMessage &m : messages)
+    texts.push_back(m.content);
+  const std::string sentinel = chatImageSentinel(texts);
+  if (sentinel.empty())
+    return Status::error("the conversation holds every private-use code point "
+                         "U+E000..U+F8FF, so none is left to stand for its " +
+                         std::string(kImageMarker) + " markers");
+  std::vector<ChatMessage> marked = messages;
+  for (ChatMessage &m : marked)
+    if (m.role == "user")
+      m.content = markImages(m.content, sentinel);
+  Expected<std::string> text = tmpl.render(marked, options);
+  if (!text)
+    return text.status();
+  *markers = countImageMarkers(*text, sentinel);
+  return expandImageMarkers(*text, tokenText, perImage, sentinel);
 }
 
 } // namespace fm

@@ -178,6 +178,14 @@ public:
     auto op = fa::CreateCopyLastRow(fbb_, &src, &dst);
     return command(fa::Op::CopyLastRow, op.Union(), layer, false);
   }
+  Cmd vitAttention(fa::BufferRef qkv, fa::BufferRef out, uint32_t registers,
+                   uint32_t gridH, uint32_t gridW, uint32_t heads,
+                   uint32_t headDim, float scale, uint32_t window,
+                   const std::string &layer = "") {
+    auto op = fa::CreateVitAttention(fbb_, &qkv, &out, registers, gridH, gridW,
+                                     heads, headDim, scale, window);
+    return command(fa::Op::VitAttention, op.Union(), layer, false);
+  }
   using SharedExpert = fm::test::SharedExpert;
   Cmd moe(fa::BufferRef x, fa::BufferRef y, uint32_t router,
           const std::vector<uint32_t> &gate, const std::vector<uint32_t> &up,

@@ -1,7 +1,7 @@
 // The loader's defences beyond the format checks: signatures (minisign's
 // formats, the trailer, trusted keys), the memory bound of a session, a
-// file that changes after it was loaded, and the bounds check of
-// CopyLastRow's destination.
+// file that changes after it was loaded, the bounds check of CopyLastRow's
+// destination, and VitAttention's window bound.
 #include "ArtifactBuilder.h"
 #include "fm/artifact.h"
 #include "fm/artifact_signature.h"
@@ -248,6 +248,28 @@ TEST(LoaderLimits, CopyLastRowDestinationInsideTheArena) {
             "model.fmb: program 'decode' command 2 (model.norm): src buffer (offset "
             "20, stride 16, width 4) with 1 row ends at byte 36, past the arena of "
             "32 bytes");
+}
+
+TEST(LoaderLimits, VitAttentionWindowAtMostTheGrid) {
+  // A 1-register 2x3 grid, 1 head of 4: qkv 7 rows x 12 at float 8, out
+  // 7 x 4 after it; the arena holds both.
+  auto vit = [](uint32_t window) {
+    return mini(
+        [window](ArtifactBuilder &b, std::vector<Cmd> &c) {
+          c.push_back(b.vitAttention(buf(8, 12, 12), buf(92, 4, 4), 1, 2, 3, 1, 4,
+                                     0.5f, window, "vision.blocks.0.attn"));
+        },
+        120);
+  };
+  EXPECT_EQ(loadError(vit(3)), "(loaded)"); // the larger side: one row of windows
+  EXPECT_EQ(loadError(vit(0)), "(loaded)"); // global
+  EXPECT_EQ(loadError(vit(4)),
+            "model.fmb: program 'decode' command 2 (vision.blocks.0.attn): window 4 "
+            "is larger than the 2x3 grid (at most its larger side)");
+  // A crafted window whose square wraps 32 bits never reaches a kernel.
+  EXPECT_EQ(loadError(vit(65536)),
+            "model.fmb: program 'decode' command 2 (vision.blocks.0.attn): window "
+            "65536 is larger than the 2x3 grid (at most its larger side)");
 }
 
 std::string tempPath(const char *name) {
