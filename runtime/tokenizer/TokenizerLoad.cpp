@@ -2,12 +2,10 @@
 // refusal names the file and the field.
 #include "tokenizer/ByteLevelAlphabet.h"
 #include "tokenizer/HugeBuffer.h"
-#include "tokenizer/ModelCapture.h"
 #include "tokenizer/TokenizerImpl.h"
 #include "tokenizer/Utf8.h"
 
 #include <rapidjson/error/en.h>
-#include <rapidjson/reader.h>
 
 #include <array>
 #include <cstdio>
@@ -68,30 +66,6 @@ Status parseJson(rapidjson::Document &doc, std::string &text,
                        ", column " + std::to_string(column) + " (byte " +
                        std::to_string(offset) + "): " +
                        rapidjson::GetParseError_En(doc.GetParseError()));
-}
-
-/// parseJson for tokenizer.json: model.vocab and model.merges go into
-/// `capture` (see ModelCapture.h), the rest into `doc`.
-Status parseTokenizerJson(rapidjson::Document &doc, ModelCapture &capture,
-                          std::string &text, const std::string &name) {
-  if (!isValidUtf8(text))
-    return parseJson(doc, text, name); // its message names the bad byte
-  constexpr unsigned kFlags =
-      rapidjson::kParseInsituFlag | rapidjson::kParseNanAndInfFlag;
-  rapidjson::ParseResult result;
-  auto generate = [&](rapidjson::Document &d) {
-    ModelCaptureHandler handler(d, capture);
-    rapidjson::Reader reader;
-    rapidjson::InsituStringStream in(text.data());
-    result = reader.Parse<kFlags>(in, handler);
-    return !result.IsError();
-  };
-  doc.Populate(generate);
-  if (!result.IsError())
-    return Status::ok();
-  return Status::error(name + ": invalid JSON at " +
-                       lineAndColumn(text, result.Offset()) + ": " +
-                       rapidjson::GetParseError_En(result.Code()));
 }
 
 } // namespace
@@ -157,8 +131,8 @@ std::string quoted(std::string_view s) {
 
 // `addedIds`: one past the largest id of added_tokens (a hint, unchecked), so
 // that the id table is not reallocated when they are added.
-Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
-                 bool byteLevel, size_t addedIds, TokenizerImpl &t) {
+Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
+                 size_t addedIds, TokenizerImpl &t) {
   if (!json.IsObject())
     return at.error(std::string("must be an object, not ") +
                     jsonTypeName(json));
@@ -184,22 +158,23 @@ Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
       return (at / "dropout").error("BPE dropout is not supported (it makes "
                                     "encoding random)");
 
+  const JValue *vocab = jmember(json, "vocab");
   JPath vp = at / "vocab";
-  if (!cap.haveVocab) // captured whenever it is an object
+  if (!vocab || !vocab->IsObject())
     return vp.error("must be an object of token -> id");
-  const std::vector<ModelCapture::VocabEntry> &vocab = cap.vocab;
   int64_t maxId = -1;
-  for (const ModelCapture::VocabEntry &e : vocab) {
-    if (e.id < 0 || e.id > kMaxId)
-      return (vp / e.token) // NUL-terminated by the in-situ parse
+  for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
+    if (!it->value.IsInt64() || it->value.GetInt64() < 0 ||
+        it->value.GetInt64() > kMaxId)
+      return (vp / it->name.GetString())
           .error("must be a token id in [0, " + std::to_string(kMaxId) + "]");
-    maxId = std::max<int64_t>(maxId, e.id);
+    maxId = std::max<int64_t>(maxId, it->value.GetInt64());
   }
   // Real vocabularies are dense; a few ids far past the count would only
   // make the id tables huge.
-  if (maxId >= static_cast<int64_t>(vocab.size()) * 2 + 65536)
+  if (maxId >= static_cast<int64_t>(vocab->MemberCount()) * 2 + 65536)
     return vp.error("id " + std::to_string(maxId) + " leaves most ids below it "
-                    "unused (" + std::to_string(vocab.size()) +
+                    "unused (" + std::to_string(vocab->MemberCount()) +
                     " tokens)");
   size_t n = static_cast<size_t>(maxId + 1);
   m.keys.assign(n, std::string());
@@ -207,7 +182,7 @@ Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
   if (addedIds > n && addedIds <= n + 65536)
     t.strings.reserve(addedIds);
   t.strings.assign(n, std::string());
-  m.vocab.reset(vocab.size());
+  m.vocab.reset(vocab->MemberCount());
   // Inserted in batches whose slots are prefetched first.
   int32_t pending[32];
   uint64_t pendingHash[32];
@@ -217,11 +192,11 @@ Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
       m.vocab.put(m.keys, pending[j], pendingHash[j]);
     pendingCount = 0;
   };
-  for (const ModelCapture::VocabEntry &e : vocab) {
-    int32_t id = static_cast<int32_t>(e.id);
-    std::string_view s(e.token, e.length);
+  for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
+    int32_t id = static_cast<int32_t>(it->value.GetInt64());
+    std::string_view s(it->name.GetString(), it->name.GetStringLength());
     if (m.present[id])
-      return (vp / e.token)
+      return (vp / it->name.GetString())
           .error("id " + std::to_string(id) + " is also used by " +
                  quoted(t.strings[id]));
     m.present[id] = 1;
@@ -275,10 +250,11 @@ Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
       return (at / "unk_token").error(quoted(unk) + " is not in " + vp.path);
   }
 
+  const JValue *merges = jmember(json, "merges");
   JPath mp = at / "merges";
-  if (!cap.haveMerges) // captured whenever it is an array
+  if (!merges || !merges->IsArray())
     return mp.error("must be an array");
-  m.merges.reset(cap.merges.size());
+  m.merges.reset(merges->Size());
   const size_t prefixLength = o.continuingSubwordPrefix.size();
   // Hundreds of thousands of merges, three lookups each: done in batches
   // whose hash slots are prefetched before they are read. The model-side
@@ -293,27 +269,28 @@ Status loadModel(const JValue &json, const ModelCapture &cap, const JPath &at,
   };
   Item batch[kBatch];
   std::string arena;
-  rapidjson::SizeType total = static_cast<rapidjson::SizeType>(cap.merges.size());
+  rapidjson::SizeType total = merges->Size();
   for (rapidjson::SizeType base = 0; base < total; base += kBatch) {
     size_t count = std::min<size_t>(kBatch, total - base);
     size_t room = 0;
     for (size_t j = 0; j < count; ++j) {
       rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      const ModelCapture::MergeEntry &e = cap.merges[i];
+      const JValue &e = (*merges)[i];
       Item &it = batch[j];
-      if (static_cast<int64_t>(i) == cap.badMerge)
-        return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
-      if (!e.b) { // "a b" (tokenizers < 0.20)
-        std::string_view s(e.a, e.na);
+      if (e.IsString()) { // "a b" (tokenizers < 0.20)
+        std::string_view s(e.GetString(), e.GetStringLength());
         size_t space = s.find(' ');
         if (space == std::string_view::npos)
           return mp[i].error(quoted(s) +
                              " is not two tokens separated by a space");
         it.a = s.substr(0, space);
         it.b = s.substr(space + 1);
+      } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
+                 e[1].IsString()) {
+        it.a = std::string_view(e[0].GetString(), e[0].GetStringLength());
+        it.b = std::string_view(e[1].GetString(), e[1].GetStringLength());
       } else {
-        it.a = std::string_view(e.a, e.na);
-        it.b = std::string_view(e.b, e.nb);
+        return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
       }
       room += 2 * (it.a.size() + it.b.size());
     }
@@ -507,11 +484,17 @@ loadTokenizer(std::string json, std::string_view configJson,
               const std::string &name, const std::string &configName) {
   auto t = std::make_shared<TokenizerImpl>();
   t->name = name;
-  // model.vocab and model.merges (most of the file) never become a DOM: the
-  // parse hands them to loadModel as flat arrays of views into `json`.
-  rapidjson::Document doc;
-  ModelCapture capture;
-  FM_RETURN_IF_ERROR(parseTokenizerJson(doc, capture, json, name));
+  // The DOM of Llama 3's tokenizer.json is 0.95x the file's size: its first
+  // chunk is one huge-page buffer (see HugeBuffer.h), further ones (other
+  // files) come from malloc.
+  size_t poolBytes = json.size() + json.size() / 8 + 65536;
+  std::unique_ptr<void, void (*)(void *)> pool(allocateHuge(poolBytes), std::free);
+  if (!pool) // RapidJSON's allocator would write through a null buffer
+    return Status::error(name + ": cannot allocate " + std::to_string(poolBytes) +
+                         " bytes for its JSON document");
+  rapidjson::MemoryPoolAllocator<> allocator(pool.get(), poolBytes);
+  rapidjson::Document doc(&allocator);
+  FM_RETURN_IF_ERROR(parseJson(doc, json, name));
   JPath root{name, ""};
   if (!doc.IsObject())
     return root.error(std::string("must be a JSON object, not ") +
@@ -531,7 +514,7 @@ loadTokenizer(std::string json, std::string_view configJson,
     for (const JValue &e : list->GetArray())
       if (const JValue *id = jmember(e, "id"); id && id->IsUint() && id->GetUint() <= kMaxId)
         addedIds = std::max<size_t>(addedIds, id->GetUint() + 1);
-  FM_RETURN_IF_ERROR(loadModel(*model, capture, root / "model", byteLevel, addedIds, *t));
+  FM_RETURN_IF_ERROR(loadModel(*model, root / "model", byteLevel, addedIds, *t));
   FM_RETURN_IF_ERROR(loadAddedTokens(jmember(doc, "added_tokens"),
                                      root / "added_tokens", *t));
   FM_RETURN_IF_ERROR(
