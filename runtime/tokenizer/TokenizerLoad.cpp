@@ -82,7 +82,12 @@ ptrdiff_t rawBytesInto(std::string_view s, char *out) {
     uint32_t c = p[i];
     if (c < 0x80) { // ASCII stands for itself, except what the alphabet moved
       ++i;
-    } else if (c < 0xE0 && i + 1 < s.size()) { // the whole alphabet is < U+0800
+    } else if (c >= 0xC2 && c < 0xE0 && i + 1 < s.size() &&
+               (p[i + 1] & 0xC0) == 0x80) {
+      // The whole alphabet is < U+0800: one well-formed two-byte sequence
+      // (no stray continuation byte as its lead, no overlong C0/C1 form, a
+      // real continuation byte after it), else its bits would name another
+      // character.
       c = ((c & 0x1F) << 6) | (p[i + 1] & 0x3F);
       i += 2;
     } else {

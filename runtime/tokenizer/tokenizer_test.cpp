@@ -317,6 +317,15 @@ TEST(Tokenizer, EncodesMergesAddedTokensAndTemplate) {
   EXPECT_EQ(*t->decode({259, 260, 261}, true), "hello w");
   EXPECT_EQ(t->tokenBytes(260), " w");
   EXPECT_EQ(t->tokenToId("hello"), std::optional<TokenId>(259));
+  EXPECT_EQ(t->tokenToId("\xC4\xA0w"), std::optional<TokenId>(260)); // "Ġw"
+  // Malformed two-byte sequences whose bits would spell Ġ (U+0120) or '!'
+  // name no token: a bad continuation byte, a continuation byte as the lead,
+  // an overlong form.
+  EXPECT_EQ(t->tokenToId("\xC4\x20w"), std::nullopt);
+  EXPECT_EQ(t->tokenToId("\xC4\xE0w"), std::nullopt);
+  EXPECT_EQ(t->tokenToId("\x84\xA0w"), std::nullopt);
+  EXPECT_EQ(t->tokenToId("\xC0\xA1"), std::nullopt);
+  EXPECT_EQ(t->tokenToId("\xC4"), std::nullopt);
   // Invalid input is repaired, never a crash: U+FFFD's three bytes.
   EXPECT_EQ(*t->encode("\xFF"), *t->encode(R));
   EXPECT_EQ(t->encode(R)->size(), 3u);
