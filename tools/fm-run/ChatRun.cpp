@@ -161,7 +161,8 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                    "\"generated_tokens\": %lld, \"prefill_ms\": %.3f, "
                    "\"decode_tokens_per_s\": %.3f, \"stop\": \"%s\", "
                    "\"generated_ids\": %s, \"context_ids\": %s, "
-                   "\"prefilled_images\": %lld, \"images_encoded\": %lld}\n",
+                   "\"prefilled_images\": %lld, \"images_encoded\": %lld, "
+                   "\"gemm_repack_ms\": %.3f}\n",
                    turnNo, static_cast<long long>(turn->contextTokens),
                    static_cast<long long>(turn->reusedTokens),
                    static_cast<long long>(turn->prefilledTokens),
@@ -169,7 +170,7 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                    decodeRate, fm::stopReasonName(g.stop),
                    idsJson(g.tokens).c_str(), idsJson(turn->context).c_str(),
                    static_cast<long long>(turn->prefilledImages),
-                   static_cast<long long>(conversation->images()));
+                   static_cast<long long>(conversation->images()), g.firstRunMs);
     }
   }
   if (conversation->imagesTaken() < given)

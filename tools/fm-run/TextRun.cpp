@@ -239,7 +239,8 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  "\"decode_tokens_per_s\": %.3f, \"total_ms\": %.3f, "
                  "\"stop\": \"%s\", \"peak_rss_mb\": %.1f, \"threads\": %d, "
                  "\"ranks\": %d, \"device\": \"%s\", \"prompt_ids\": %s, "
-                 "\"generated_ids\": %s, \"images\": %zu, \"encode_ms\": %.3f}\n",
+                 "\"generated_ids\": %s, \"images\": %zu, \"encode_ms\": %.3f, "
+                 "\"gemm_repack_ms\": %.3f}\n",
                  loaded.loadMs, static_cast<long long>(g->promptTokens),
                  perSecond(g->promptTokens, g->prefillMs),
                  static_cast<long long>(g->tokens.size()),
@@ -247,7 +248,8 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  fm::stopReasonName(g->stop), peakRssMb(),
                  loaded.session->threads(), comm ? comm->size() : 1,
                  loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
-                 idsJson(g->tokens).c_str(), args.images.size(), encodeMs);
+                 idsJson(g->tokens).c_str(), args.images.size(), encodeMs,
+                 g->firstRunMs);
   }
   return *guided;
 }

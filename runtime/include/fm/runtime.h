@@ -338,8 +338,13 @@ struct Generation {
   /// Prompt tokens prefilled for it (prompt.size()).
   int64_t promptTokens = 0;
   StopReason stop = StopReason::MaxTokens;
-  /// Wall time of the prompt's prefill and of the decode steps.
+  /// Wall time of the prompt's prefill and of the decode steps; prefillMs
+  /// is without firstRunMs.
   double prefillMs = 0.0, decodeMs = 0.0;
+  /// Milliseconds the prefill spent preparing programs on their first run
+  /// (SessionStats::firstRunMs: the CPU's one-time GEMM repack), timed
+  /// apart so that prefillMs measures the computation.
+  double firstRunMs = 0.0;
   int64_t decodeTokens = 0; // decode() calls
 };
 

@@ -93,12 +93,14 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
   Generation g;
   g.prompt = prompt;
   g.promptTokens = static_cast<int64_t>(prompt.size());
+  const double firstRunMs0 = stats().firstRunMs;
   auto t0 = std::chrono::steady_clock::now();
   Expected<Logits> first = prefill(prompt.data(), g.promptTokens,
                                    /*allLogits=*/false, options.prefillChunk);
   if (!first)
     return first.status();
-  g.prefillMs = msSince(t0);
+  g.firstRunMs = stats().firstRunMs - firstRunMs0;
+  g.prefillMs = msSince(t0) - g.firstRunMs;
 
   StreamDecoder decoder(*tokenizer, options.skipSpecialTokens);
   rt::StopStrings stops(options.stopStrings);

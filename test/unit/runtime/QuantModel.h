@@ -58,6 +58,8 @@ struct QuantModel {
     uint32_t attnStride = 160;
     uint32_t maxRows = 8;
     uint32_t capacity = 32;
+    /// An embedded tokenizer (ArtifactBuilder::tokenizerJson), when set.
+    std::string tokenizerJson, tokenizerConfig;
     bool withPrefill = true;
     bool withDecode = true;
   };
@@ -165,6 +167,8 @@ struct QuantModel {
     ArtifactBuilder b;
     b.vocab = kVocab;
     b.hidden = kHidden;
+    b.tokenizerJson = o.tokenizerJson;
+    b.tokenizerConfig = o.tokenizerConfig;
     auto add = [&](const std::string &name, const std::vector<float> &data,
                    int64_t N, int64_t K, Storage s) {
       if (o.floatWeights)

@@ -8,6 +8,7 @@
 #include "PackedWeights.h"
 #include "QuantModel.h"
 #include "fm/runtime.h"
+#include "fm/sampler.h"
 #include "hal/cpu/CpuDevice.h"
 #include "kernels/qgemm.h"
 #include "base/ThreadPool.h"
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -199,6 +201,58 @@ TEST(GemmWeights, ASessionCopiesOnlyForTheProgramsItRuns) {
   Session e(*other, exact);
   ASSERT_TRUE(e.prefill(tokens).isOk());
   EXPECT_EQ((*other)->prefillCopiesMade(), 0u);
+}
+
+// generate() (fm-run --prompt, --chat) times the first prefill's repack
+// apart: Generation::firstRunMs is the session's firstRunMs growth during
+// the prefill, and prefillMs is without it.
+TEST(GemmWeights, GenerateTimesTheRepackApartFromPrefill) {
+  QuantModel qm;
+  QuantModel::Options o;
+  // Ids 0..28: <unk> <s> </s> and a..z (the model's 48 ids: the rest have
+  // no text and are never sampled).
+  std::string vocab = R"("<unk>": 0, "<s>": 1, "</s>": 2)";
+  for (int c = 0; c < 26; ++c)
+    vocab += ", \"" + std::string(1, char('a' + c)) + "\": " + std::to_string(3 + c);
+  o.tokenizerJson = R"({"added_tokens": [
+      {"id": 0, "content": "<unk>", "special": true},
+      {"id": 1, "content": "<s>", "special": true},
+      {"id": 2, "content": "</s>", "special": true}],
+    "model": {"type": "BPE", "unk_token": "<unk>", "vocab": {)" +
+                    vocab + R"(}, "merges": []}})";
+  o.tokenizerConfig = R"({"bos_token": "<s>", "eos_token": "</s>"})";
+  const std::vector<uint8_t> file = qm.build(o, kernelsSo());
+  auto model = Model::loadFromBuffer(file.data(), file.size(), "q.fmb");
+  ASSERT_TRUE(model.isOk()) << model.message();
+  SessionOptions so;
+  so.threads = 1;
+  Session s(*model, so);
+  ASSERT_TRUE(s.status().isOk()) << s.status().message();
+  Sampler greedy(0.0f, 0, 1.0f, 1);
+  GenerateOptions go;
+  go.maxNewTokens = 2;
+  const std::vector<int32_t> prompt = {1, 5, 9, 12, 7, 3};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto first = s.generateText(prompt, greedy, go);
+  const double wallMs = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+  ASSERT_TRUE(first.isOk()) << first.message();
+  EXPECT_EQ((*model)->prefillCopiesMade(), quantModelCopyBytes(o));
+  EXPECT_GT(first->firstRunMs, 0.0);
+  // (The decode program's first run adds its own, copy-less, preparation.)
+  EXPECT_LE(first->firstRunMs, s.stats().firstRunMs);
+  EXPECT_GE(first->prefillMs, 0.0);
+  // Wall time holds the prefill, the repack and the decode steps once each
+  // (with prefillMs the wall time of the prefill, the sum is larger by
+  // the repack).
+  EXPECT_LE(first->prefillMs + first->firstRunMs + first->decodeMs, wallMs);
+  // The next prompt finds the copies made: no repack.
+  ASSERT_TRUE(s.reset().isOk());
+  auto second = s.generateText(prompt, greedy, go);
+  ASSERT_TRUE(second.isOk()) << second.message();
+  EXPECT_EQ(second->firstRunMs, 0.0);
+  EXPECT_EQ(second->tokens, first->tokens);
 }
 
 TEST(GemmWeights, TheMemoryBoundCountsTheCopies) {

@@ -333,5 +333,175 @@ TEST(NoAlloc, PackedMoeWithGemmCopiesRunsWithoutAllocating) {
     }
 }
 
+// The same packed Moe through the device, as a program runs it: CpuDevice::
+// prepareMoe over weights in one imported buffer (each expert's gate and up
+// stacked), the queue's scratch at the kernel's scratchBytes, beforeFirstRun
+// (the Panel16 copies for several rows), then run at the kernel's most rows
+// and at one, on 1 and 2 threads: no allocation, and within the int8x2 bound
+// of kernels::moe over the dequantized weights. (The test above calls
+// rt::quantMoe with scratch it sized itself; this one checks the sizes the
+// kernel asks the queue for.)
+TEST(NoAlloc, PackedMoeKernelRunsWithoutAllocating) {
+  constexpr int64_t K = 64, E = 4, I = 64, Is = 128, topK = 2, M = 33;
+  const QuantFormat f{4, 32, QuantGrid::Balanced};
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto fill = [&](int64_t n, float scale) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = scale * normal(rng);
+    return v;
+  };
+  // One weights buffer: each piece at a 64-byte boundary.
+  std::vector<uint8_t> bytes;
+  auto place = [&](const void *p, size_t n) {
+    const size_t at = (bytes.size() + 63) & ~size_t(63);
+    bytes.resize(at + n);
+    std::memcpy(bytes.data() + at, p, n);
+    return at;
+  };
+  struct Piece {
+    size_t offset = 0, size = 0;
+    std::vector<int64_t> shape;
+    bool quant = true;
+  };
+  // [N][K] packed in f (its dequantized values to *dequant), or f32.
+  auto packed = [&](int64_t N, int64_t KIn, float scale,
+                    std::vector<float> *dequant) {
+    const std::vector<float> v = fill(N * KIn, scale);
+    const size_t rowBytes = kernels::packedRowBytes(f, KIn);
+    std::vector<uint8_t> q(N * rowBytes);
+    kernels::quantizeRows(v.data(), N, KIn, f, q.data());
+    dequant->resize(N * KIn);
+    for (int64_t r = 0; r < N; ++r)
+      kernels::dequantizeRow(q.data() + r * rowBytes, f, KIn,
+                             dequant->data() + r * KIn);
+    Piece p;
+    p.offset = place(q.data(), q.size());
+    p.size = q.size();
+    p.shape = {N, KIn};
+    return p;
+  };
+  auto dense = [&](const std::vector<float> &v, std::vector<int64_t> shape) {
+    Piece p;
+    p.offset = place(v.data(), 4 * v.size());
+    p.size = 4 * v.size();
+    p.shape = std::move(shape);
+    p.quant = false;
+    return p;
+  };
+  const std::vector<float> router = fill(E * K, 0.3f);
+  const std::vector<float> sharedExpertGate = fill(K, 0.2f);
+  std::vector<std::vector<float>> gateUpF(E), downF(E);
+  std::vector<Piece> gateUp, down;
+  for (int64_t e = 0; e < E; ++e) {
+    gateUp.push_back(packed(2 * I, K, 0.15f, &gateUpF[e]));
+    down.push_back(packed(K, I, 0.15f, &downF[e]));
+  }
+  std::vector<float> sgF, suF, sdF;
+  const Piece sg = packed(Is, K, 0.1f, &sgF), su = packed(Is, K, 0.1f, &suF),
+              sd = packed(K, Is, 0.1f, &sdF);
+  const Piece routerP = dense(router, {E, K}),
+              segP = dense(sharedExpertGate, {1, K});
+
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    hal::CpuDevice device;
+    auto weights = device.importWeights(bytes.data(), bytes.size());
+    ASSERT_TRUE(weights.isOk());
+    auto arena = device.allocate(4 * 2 * M * K, hal::MemorySpace::Host);
+    ASSERT_TRUE(arena.isOk());
+    auto desc = [&](const Piece &p, size_t skip = 0, int64_t rows = -1) {
+      hal::WeightDesc w;
+      w.buffer = weights->get();
+      w.offset = p.offset + skip;
+      w.shape = p.shape;
+      if (rows >= 0)
+        w.shape[0] = rows;
+      w.bytes = p.quant ? w.shape[0] * kernels::packedRowBytes(f, w.shape[1])
+                        : p.size;
+      w.kind = p.quant ? hal::WeightKind::Quant : hal::WeightKind::F32;
+      w.format = f;
+      return w;
+    };
+    hal::MoeDesc d;
+    d.x = {arena->get(), 0, K, K};
+    d.y = {arena->get(), uint64_t(4 * M * K), K, K};
+    d.router = desc(routerP);
+    const size_t upSkip = I * kernels::packedRowBytes(f, K);
+    for (int64_t e = 0; e < E; ++e) {
+      d.gate.push_back(desc(gateUp[e], 0, I));
+      d.up.push_back(desc(gateUp[e], upSkip, I));
+      d.down.push_back(desc(down[e]));
+    }
+    d.hasShared = true;
+    d.sharedGate = desc(sg);
+    d.sharedUp = desc(su);
+    d.sharedDown = desc(sd);
+    d.sharedExpertGate = desc(segP);
+    d.topK = topK;
+    d.normTopk = true;
+    d.maxRows = M;
+    d.activations = QActivations::Int8x2;
+    d.threads = threads;
+    auto kernel = device.prepareMoe(d);
+    ASSERT_TRUE(kernel.isOk()) << kernel.message();
+    hal::QueueOptions qo;
+    qo.threads = threads;
+    qo.scratchBytes = (*kernel)->scratchBytes();
+    auto queue = device.createQueue(qo);
+    ASSERT_TRUE(queue.isOk());
+    ASSERT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
+    EXPECT_GT(device.prefillCopiesMade(), 0u) << "the GEMM path is not under test";
+    float *x = reinterpret_cast<float *>((*arena)->host());
+    const float *y = x + M * K;
+    for (int64_t rows : {M, int64_t(1)}) {
+      SCOPED_TRACE("rows " + std::to_string(rows));
+      const std::vector<float> in = fill(rows * K, 1.0f);
+      std::memcpy(x, in.data(), 4 * in.size());
+      hal::Launch l;
+      l.rows = rows;
+      Status st = Status::ok();
+      EXPECT_EQ(allocationsOnAFreshThread([&] { st = (*kernel)->run(**queue, l); }),
+                0);
+      ASSERT_TRUE(st.isOk()) << st.message();
+
+      // The reference: kernels::moe over the dequantized f32 weights.
+      std::vector<const void *> gp, up, dp;
+      for (int64_t e = 0; e < E; ++e) {
+        gp.push_back(gateUpF[e].data());
+        up.push_back(gateUpF[e].data() + I * K);
+        dp.push_back(downF[e].data());
+      }
+      rt::ThreadPool pool(1);
+      kernels::MoeArgs r;
+      r.shape = {rows, K, E, I, topK, Is};
+      r.x = in.data();
+      r.xStride = K;
+      std::vector<float> want(rows * K);
+      r.y = want.data();
+      r.yStride = K;
+      r.normTopk = true;
+      r.router = router.data();
+      r.gate = gp.data();
+      r.up = up.data();
+      r.down = dp.data();
+      r.sharedGate = sgF.data();
+      r.sharedUp = suF.data();
+      r.sharedDown = sdF.data();
+      r.sharedExpertGate = sharedExpertGate.data();
+      std::vector<float> refScratch(kernels::moeScratchFloats(r.shape));
+      kernels::moe(r, refScratch.data(), &pool);
+      double maxWant = 0.0, maxErr = 0.0;
+      for (int64_t i = 0; i < rows * K; ++i) {
+        maxWant = std::max(maxWant, std::fabs(double(want[i])));
+        maxErr = std::max(maxErr, std::fabs(double(y[i]) - want[i]));
+      }
+      // As PackedMoeWithGemmCopiesRunsWithoutAllocating.
+      EXPECT_LT(maxErr, 1e-3 * maxWant);
+    }
+  }
+}
+
 } // namespace
 } // namespace fm::test
