@@ -425,9 +425,8 @@ CudaDevice::prepareAttention(const AttentionDesc &d) {
   return AttentionKernel::make(*this, d);
 }
 
-Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &) {
-  return Status::error("cuda: the Moe command (mixture of experts) is not "
-                       "implemented on the CUDA device yet");
+Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &d) {
+  return makeMoeKernel(*this, d);
 }
 
 Expected<std::unique_ptr<Kernel>>
