@@ -24,10 +24,15 @@ ROOT=$(dirname "$HERE")
 TOKENS=1,17,42,5,9,100,3,4,5,6,7,8,9,10,11,2,30
 # name | family | fmc compile flags | rtol vs numpy ("" = none) | rtol vs cpu
 # (afm7 tiny is 51 MiB at f32: f16 and low-bit keep the bundle under 64 MiB.)
+# (mixtral-w4: 17 prompt rows in one prefill, so its matmuls run on the
+# tensor-core GEMM, kGemmMinRows = 16.)
 CASES="llama|llama|--max-prefill 8|1e-3|1e-4
 afm7-f16|afm7|--max-prefill 8 --quant f16|1e-2|1e-4
 afm7-w4kv8|afm7|--max-prefill 8 --quant w4 --kv-bits 8||2e-2
-afm7-w2|afm7|--max-prefill 8 --quant w2 --group 32||2e-2"
+afm7-w2|afm7|--max-prefill 8 --quant w2 --group 32||2e-2
+pt_moe|pt_moe|--max-prefill 8|1e-3|1e-4
+qwen2_moe|qwen2_moe|--max-prefill 8|1e-3|1e-4
+mixtral-w4|mixtral|--max-prefill 32 --quant w4||2e-2"
 
 bundle_binary() { # BIN OUT: the binary and every library it loads into OUT/lib
   cp "$1" "$2/"

@@ -57,7 +57,7 @@ libpath="$OUT/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/lib/x86_64-
 run_test() { "$loader" --library-path "$libpath" "$OUT/fm_cuda_test" "$@"; }
 
 echo "== Gpu tests (CUDA kernels vs the CPU reference kernels)"
-run_test --gtest_filter='Gpu.*' --gtest_brief=1 2>&1 | tee "$OUT/gpu-tests.log"
+run_test --gtest_filter='Gpu*' --gtest_brief=1 2>&1 | tee "$OUT/gpu-tests.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 if grep -q "skipped: no CUDA device" "$OUT/gpu-tests.log"; then
   echo "gpu-check: no CUDA device was found: nothing ran on a GPU"

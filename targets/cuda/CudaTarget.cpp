@@ -54,9 +54,9 @@ public:
                           "sm_89 or sm_90"}};
   }
   bool providesMicroKernel(llvm::StringRef op) const override {
-    // runtime/hal/cuda/CudaKernels.cpp (no MoE yet).
+    // runtime/hal/cuda/CudaKernels.cpp and CudaMoe.cpp.
     return llvm::StringSwitch<bool>(op)
-        .Cases("fmk.embed", "fmk.matmul", "fmk.attention", true)
+        .Cases("fmk.embed", "fmk.matmul", "fmk.attention", "fmk.moe", true)
         .Cases("fmk.take_last", "fmk.all_reduce", true)
         .Default(false);
   }

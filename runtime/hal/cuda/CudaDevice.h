@@ -147,6 +147,9 @@ private:
 /// with the reason (no driver, no device, a GPU older than sm_80).
 fm::DeviceInfo probe();
 
+/// The Moe command's kernel (CudaMoe.cpp).
+Expected<std::unique_ptr<Kernel>> makeMoeKernel(CudaDevice &dev, const MoeDesc &d);
+
 /// The device pointer of `rows`'s first float (its buffer is a CudaBuffer).
 CUdeviceptr devicePtr(const Buffer *buffer, uint64_t offset);
 

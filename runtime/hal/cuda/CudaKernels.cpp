@@ -3,6 +3,7 @@
 // parameters on the stack and launches on the queue's stream.
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaExecutable.h"
+#include "hal/cuda/CudaLinear.h"
 
 #include "kernels/qformat.h"
 
@@ -119,7 +120,13 @@ public:
       case WeightKind::F16:
         name = "fm_matvec_f16";
         break;
-      case WeightKind::Quant:
+      case WeightKind::Quant: {
+        // From kGemmMinRows rows: the tensor-core GEMM (f16 x and weights,
+        // f32 sums), whatever the activations choice.
+        auto gemm = dev.function(qKernelName("fm_qgemm_mma", w.format).c_str());
+        if (!gemm)
+          return gemm.status();
+        part.gemm = *gemm;
         // Int8 rounds x to one int8 digit per 32 inputs (dp4a); the other
         // choices keep f32 x, at least as exact as the CPU's Int8x2.
         part.dp4a = d.activations == kernels::QActivations::Int8;
@@ -127,6 +134,8 @@ public:
         name = qmatvecName(part.dp4a ? "dp4a" : "f32", w.format);
         break;
       }
+      }
+      part.kind = w.kind;
       auto fn = dev.function(name.c_str());
       if (!fn)
         return fn.status();
@@ -154,7 +163,8 @@ public:
     const unsigned M = unsigned(l.rows);
     const int K = int(k_);
     const CUdeviceptr xs = xq_ ? xq_->ptr() + CUdeviceptr(l.rows * k_) : 0;
-    if (xq_) {
+    // Every dp4a part is packed, so from kGemmMinRows rows none reads xq.
+    if (xq_ && l.rows < kGemmMinRows) {
       LaunchParams p;
       p.add(x_).add(xStride_).add(K).add(xq_->ptr()).add(xs);
       FM_RETURN_IF_ERROR(dev_.launch(quantize_, {blocks(k_ / 32, 8), M}, {256},
@@ -162,6 +172,14 @@ public:
     }
     for (const Part &part : parts_) {
       LaunchParams p;
+      if (usesGemm(part.kind, l.rows)) {
+        p.add(x_).add(xStride_).add(part.w).add(y_ + CUdeviceptr(part.col * 4))
+            .add(yStride_).add(int(M)).add(int(part.rows)).add(K)
+            .add(int(accumulate_));
+        const LaunchGeometry g = gemmGeometry(l.rows, part.rows);
+        FM_RETURN_IF_ERROR(dev_.launch(part.gemm, g.grid, g.block, p, q.stream()));
+        continue;
+      }
       p.add(part.w);
       if (part.dp4a)
         p.add(xq_->ptr()).add(xs);
@@ -178,7 +196,8 @@ public:
 
 private:
   struct Part {
-    CUfunction fn = nullptr;
+    CUfunction fn = nullptr, gemm = nullptr;
+    WeightKind kind = WeightKind::F32;
     CUdeviceptr w = 0;
     int64_t rows = 0, col = 0;
     bool dp4a = false;
@@ -425,9 +444,8 @@ CudaDevice::prepareAttention(const AttentionDesc &d) {
   return AttentionKernel::make(*this, d);
 }
 
-Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &) {
-  return Status::error("cuda: the Moe command (mixture of experts) is not "
-                       "implemented on the CUDA device yet");
+Expected<std::unique_ptr<Kernel>> CudaDevice::prepareMoe(const MoeDesc &d) {
+  return makeMoeKernel(*this, d);
 }
 
 Expected<std::unique_ptr<Kernel>>

@@ -32,7 +32,7 @@ endif()
 set(_fm_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
 set(_fm_cuda_out ${CMAKE_CURRENT_BINARY_DIR}/cuda)
 file(MAKE_DIRECTORY ${_fm_cuda_out})
-set(FM_CUDA_KERNELS matvec embed attention rows gemm)
+set(FM_CUDA_KERNELS matvec embed attention rows gemm moe)
 set(FM_CUDA_PTX "")
 foreach(k IN LISTS FM_CUDA_KERNELS)
   set(ptx ${_fm_cuda_out}/${k}.ptx)
@@ -61,6 +61,8 @@ target_sources(fm_hal PRIVATE
   ${_fm_cuda_dir}/CudaDriver.cpp
   ${_fm_cuda_dir}/CudaExecutable.cpp
   ${_fm_cuda_dir}/CudaKernels.cpp
+  ${_fm_cuda_dir}/CudaLinear.cpp
+  ${_fm_cuda_dir}/CudaMoe.cpp
   ${_fm_cuda_out}/CudaPtx.cpp)
 target_compile_definitions(fm_hal PRIVATE FM_HAL_CUDA=1)
 message(STATUS "CUDA device: on (${FM_CUDA_ARCH} PTX by ${FM_CUDA_CLANG}, toolkit ${FM_CUDA_PATH})")
@@ -84,7 +86,7 @@ if(FM_BUILD_TESTS)
   find_package(GTest REQUIRED)
   set(_fm_cuda_test_dir ${CMAKE_SOURCE_DIR}/test/unit/cuda)
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
-    ${_fm_cuda_test_dir}/qdecode_test.cpp)
+    ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp)
   target_include_directories(fm_cuda_test PRIVATE
     ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime)
   target_link_libraries(fm_cuda_test PRIVATE fm_runtime fm_hal fm_schema
@@ -94,13 +96,16 @@ if(FM_BUILD_TESTS)
   endif()
   add_test(NAME runtime.cuda.nodriver COMMAND fm_cuda_test
     --gtest_filter=NoDriver.*)
-  add_test(NAME runtime.cuda.gpu COMMAND fm_cuda_test --gtest_filter=Gpu.*)
+  add_test(NAME runtime.cuda.gpu COMMAND fm_cuda_test --gtest_filter=Gpu*)
   # Generated code's launch metadata against its PTX (no driver needed).
   add_test(NAME runtime.cuda.ptx-metadata COMMAND fm_cuda_test
     --gtest_filter=CudaPtx.*)
   # The tensor-core GEMM's weight decoding and tile mapping on the host.
   add_test(NAME runtime.cuda.gemm-index COMMAND fm_cuda_test
     --gtest_filter=CudaGemmIndex.*)
+  # The MoE routing plan and the matmul launch geometry on the host.
+  add_test(NAME runtime.cuda.moe-plan COMMAND fm_cuda_test
+    --gtest_filter=CudaMoePlan.*:CudaLaunchGeometry.*)
   # fm-run without a driver: cuda listed as absent with the reason, and
   # --device cuda a clear error (on the artifact runtime.cuda.nodriver
   # writes).

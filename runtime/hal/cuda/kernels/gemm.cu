@@ -18,7 +18,8 @@
 namespace fm_cuda {
 namespace {
 
-constexpr int kBM = 64, kBN = 64, kBK = 32;
+constexpr int kBM = kGemmTileM, kBN = kGemmTileN, kBK = 32;
+static_assert(kGemmThreads == 256, "8 warps as 2 x 4 (gemmWarpRow/Col)");
 // Shared rows padded by 8 halves: the fragment loads of a warp then hit
 // distinct banks.
 constexpr int kLd = kBK + 8;

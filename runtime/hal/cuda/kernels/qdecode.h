@@ -44,6 +44,10 @@ FM_QD_FN float qCenter(int bits, bool affine) {
   return affine ? 0.0f : float((1 << bits) - 1) * 0.5f;
 }
 
+/// The tensor-core GEMM's tile of Y per block and its threads (gemm.cu; the
+/// host's launch geometry, CudaLinear.cpp).
+constexpr int kGemmTileM = 64, kGemmTileN = 64, kGemmThreads = 256;
+
 /// The tensor-core GEMM's tiling (gemm.cu): 8 warps of a block as 2 x 4,
 /// warp `warp` owning the 32 x 16 sub-tile at (gemmWarpRow, gemmWarpCol) of
 /// the block's 64 x 64 tile of Y.

@@ -1,0 +1,200 @@
+// The CUDA device's Moe command: the router matmul on the GPU, its logits
+// back to the host for the routing (MoePlan.h: the CPU Moe's exact
+// softmax / top-k / slot order), the plan's tables up, then each expert
+// with rows on only its rows, gathered into one dense block per expert
+// (tokens sorted by expert): gate and up, SiLU·up, down, as matvecs for
+// few rows and tensor-core GEMMs from kGemmMinRows rows (CudaLinear.h);
+// then the combine in rank order and the sigmoid-gated shared expert.
+// The routing costs one stream synchronization per MoE layer.
+#include "hal/cuda/CudaDevice.h"
+#include "hal/cuda/CudaLinear.h"
+#include "hal/cuda/MoePlan.h"
+
+namespace fm::hal::cuda {
+namespace {
+
+class MoeKernel final : public Kernel {
+public:
+  static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev, const MoeDesc &d) {
+    std::unique_ptr<MoeKernel> k(new MoeKernel(dev, d));
+    FM_RETURN_IF_ERROR(k->init(d));
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(Queue &queue, const Launch &l) const override {
+    auto &q = static_cast<CudaQueue &>(queue);
+    FM_RETURN_IF_ERROR(q.enter());
+    const DriverApi &api = dev_.api();
+    const CUstream s = q.stream();
+    const int64_t M = l.rows, K = K_, I = I_, E = int64_t(gate_.size()), k = topK_;
+    if (M <= 0)
+      return Status::ok();
+    if (M > maxRows_)
+      return Status::error("cuda: MoE launch of " + std::to_string(M) +
+                           " rows, planned for " + std::to_string(maxRows_));
+    FM_RETURN_IF_ERROR(router_.run(s, x_, xStride_, logits_->ptr(), E, M, false));
+    FM_RETURN_IF_ERROR(check(api, api.cuStreamSynchronize(s), "cuStreamSynchronize (MoE)"));
+    FM_RETURN_IF_ERROR(check(api,
+                             api.cuMemcpyDtoH(hostLogits_.data(), logits_->ptr(),
+                                              size_t(M * E) * sizeof(float)),
+                             "cuMemcpyDtoH (MoE router logits)"));
+    planMoe(hostLogits_.data(), M, E, k, normTopk_, plan_);
+    const size_t slots = size_t(M * k);
+    FM_RETURN_IF_ERROR(check(api,
+                             api.cuMemcpyHtoD(slotRow_->ptr(), plan_.slotRow.data(),
+                                              slots * 4),
+                             "cuMemcpyHtoD (MoE slots)"));
+    FM_RETURN_IF_ERROR(check(api,
+                             api.cuMemcpyHtoD(rowSlot_->ptr(), plan_.rowSlot.data(),
+                                              slots * 4),
+                             "cuMemcpyHtoD (MoE slots)"));
+    FM_RETURN_IF_ERROR(check(api,
+                             api.cuMemcpyHtoD(rowWeight_->ptr(), plan_.rowWeight.data(),
+                                              slots * 4),
+                             "cuMemcpyHtoD (MoE weights)"));
+    for (int64_t e = 0; e < E; ++e) {
+      const int first = plan_.first[e];
+      const int64_t n = plan_.first[e + 1] - first;
+      if (n == 0)
+        continue; // an expert without rows costs nothing
+      LaunchParams g;
+      g.add(x_).add(xStride_).add(slotRow_->ptr()).add(first).add(xg_->ptr())
+          .add(int(K));
+      FM_RETURN_IF_ERROR(dev_.launch(gather_, {unsigned(n)}, {256}, g, s));
+      const CUdeviceptr xg = xg_->ptr() + CUdeviceptr(first * K * 4);
+      const CUdeviceptr hg = hg_->ptr() + CUdeviceptr(first * I * 4);
+      const CUdeviceptr hu = hu_->ptr() + CUdeviceptr(first * I * 4);
+      const CUdeviceptr o = o_->ptr() + CUdeviceptr(first * K * 4);
+      FM_RETURN_IF_ERROR(swiglu(s, gate_[e], up_[e], down_[e], xg, K, hg, hu, I, o, n));
+    }
+    LaunchParams c;
+    c.add(o_->ptr()).add(int(K)).add(rowSlot_->ptr()).add(rowWeight_->ptr())
+        .add(int(k)).add(y_).add(yStride_).add(int(accumulate_));
+    FM_RETURN_IF_ERROR(dev_.launch(combine_, {unsigned(M)}, {256}, c, s));
+    if (!hasShared_)
+      return Status::ok();
+    // The shared expert, on every row, gated by sigmoid(x · gᵀ).
+    FM_RETURN_IF_ERROR(sharedExpertGate_.run(s, x_, xStride_, sharedLogit_->ptr(), 1, M, false));
+    FM_RETURN_IF_ERROR(swiglu(s, *sharedGate_, *sharedUp_, *sharedDown_, x_, xStride_,
+                              sharedHg_->ptr(), sharedHu_->ptr(), sharedI_,
+                              sharedO_->ptr(), M));
+    LaunchParams a;
+    a.add(sharedO_->ptr()).add(int(K)).add(sharedLogit_->ptr()).add(y_).add(yStride_);
+    return dev_.launch(addGated_, {unsigned(M)}, {256}, a, s);
+  }
+
+private:
+  MoeKernel(CudaDevice &dev, const MoeDesc &d)
+      : dev_(dev), x_(devicePtr(d.x.buffer, d.x.offset)),
+        y_(devicePtr(d.y.buffer, d.y.offset)), xStride_(d.x.stride),
+        yStride_(d.y.stride), K_(d.x.width), topK_(d.topK),
+        maxRows_(std::max<int64_t>(1, d.maxRows)), normTopk_(d.normTopk),
+        accumulate_(d.accumulate), hasShared_(d.hasShared) {}
+
+  /// o[n][K] = down(silu(gate(x)) · up(x)) for n rows of x.
+  Status swiglu(CUstream s, const Linear &gate, const Linear &up, const Linear &down,
+                CUdeviceptr x, int64_t xStride, CUdeviceptr hg, CUdeviceptr hu,
+                int64_t I, CUdeviceptr o, int64_t n) const {
+    FM_RETURN_IF_ERROR(gate.run(s, x, xStride, hg, I, n, false));
+    FM_RETURN_IF_ERROR(up.run(s, x, xStride, hu, I, n, false));
+    LaunchParams p;
+    p.add(hg).add(I).add(hu).add(I).add(hg).add(I).add(int(I));
+    FM_RETURN_IF_ERROR(dev_.launch(silu_, {unsigned(n)}, {256}, p, s));
+    return down.run(s, hg, I, o, K_, n, false);
+  }
+
+  Status init(const MoeDesc &d) {
+    const int64_t E = int64_t(d.gate.size());
+    if (E < 1 || d.up.size() != d.gate.size() || d.down.size() != d.gate.size())
+      return Status::error("cuda: MoE needs as many gate, up and down weights as experts (" +
+                           std::to_string(E) + " gate)");
+    if (topK_ < 1 || topK_ > E)
+      return Status::error("cuda: MoE top_k " + std::to_string(topK_) + " outside 1.." +
+                           std::to_string(E));
+    I_ = d.gate.front().shape[0];
+    auto fn = [&](const char *name, CUfunction &out) -> Status {
+      auto f = dev_.function(name);
+      if (!f)
+        return f.status();
+      out = *f;
+      return Status::ok();
+    };
+    FM_RETURN_IF_ERROR(fn("fm_moe_gather", gather_));
+    FM_RETURN_IF_ERROR(fn("fm_moe_combine", combine_));
+    FM_RETURN_IF_ERROR(fn("fm_moe_add_gated", addGated_));
+    FM_RETURN_IF_ERROR(fn("fm_silu_mul", silu_));
+    auto linear = [&](const WeightDesc &w, Linear &out) -> Status {
+      auto l = Linear::make(dev_, w);
+      if (!l)
+        return l.status();
+      out = *l;
+      return Status::ok();
+    };
+    FM_RETURN_IF_ERROR(linear(d.router, router_));
+    gate_.resize(size_t(E));
+    up_.resize(size_t(E));
+    down_.resize(size_t(E));
+    for (int64_t e = 0; e < E; ++e) {
+      FM_RETURN_IF_ERROR(linear(d.gate[e], gate_[e]));
+      FM_RETURN_IF_ERROR(linear(d.up[e], up_[e]));
+      FM_RETURN_IF_ERROR(linear(d.down[e], down_[e]));
+    }
+    const int64_t M = maxRows_, slots = M * topK_;
+    auto alloc = [&](uint64_t bytes, std::unique_ptr<CudaBuffer> &out) -> Status {
+      auto b = dev_.allocateDevice(bytes);
+      if (!b)
+        return b.status();
+      out = std::move(*b);
+      return Status::ok();
+    };
+    FM_RETURN_IF_ERROR(alloc(uint64_t(M * E) * 4, logits_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, slotRow_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, rowSlot_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, rowWeight_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots * K_) * 4, xg_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots * I_) * 4, hg_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots * I_) * 4, hu_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots * K_) * 4, o_));
+    hostLogits_.resize(size_t(M * E));
+    if (hasShared_) {
+      sharedI_ = d.sharedGate.shape[0];
+      sharedGate_.reset(new Linear);
+      sharedUp_.reset(new Linear);
+      sharedDown_.reset(new Linear);
+      FM_RETURN_IF_ERROR(linear(d.sharedGate, *sharedGate_));
+      FM_RETURN_IF_ERROR(linear(d.sharedUp, *sharedUp_));
+      FM_RETURN_IF_ERROR(linear(d.sharedDown, *sharedDown_));
+      FM_RETURN_IF_ERROR(linear(d.sharedExpertGate, sharedExpertGate_));
+      FM_RETURN_IF_ERROR(alloc(uint64_t(M) * 4, sharedLogit_));
+      FM_RETURN_IF_ERROR(alloc(uint64_t(M * sharedI_) * 4, sharedHg_));
+      FM_RETURN_IF_ERROR(alloc(uint64_t(M * sharedI_) * 4, sharedHu_));
+      FM_RETURN_IF_ERROR(alloc(uint64_t(M * K_) * 4, sharedO_));
+    }
+    return Status::ok();
+  }
+
+  CudaDevice &dev_;
+  CUdeviceptr x_, y_;
+  int64_t xStride_, yStride_, K_, topK_, maxRows_;
+  int64_t I_ = 0, sharedI_ = 0;
+  bool normTopk_, accumulate_, hasShared_;
+  CUfunction gather_ = nullptr, combine_ = nullptr, addGated_ = nullptr, silu_ = nullptr;
+  Linear router_, sharedExpertGate_;
+  std::vector<Linear> gate_, up_, down_;
+  std::unique_ptr<Linear> sharedGate_, sharedUp_, sharedDown_;
+  // Device scratch, sized for maxRows: the router logits, the plan's
+  // tables, and per slot the gathered x, the gate/up products and the
+  // expert's output; the shared expert's per row.
+  std::unique_ptr<CudaBuffer> logits_, slotRow_, rowSlot_, rowWeight_, xg_, hg_, hu_, o_;
+  std::unique_ptr<CudaBuffer> sharedLogit_, sharedHg_, sharedHu_, sharedO_;
+  mutable std::vector<float> hostLogits_;
+  mutable MoePlan plan_;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<Kernel>> makeMoeKernel(CudaDevice &dev, const MoeDesc &d) {
+  return MoeKernel::make(dev, d);
+}
+
+} // namespace fm::hal::cuda
