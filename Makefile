@@ -3,8 +3,8 @@
 #   make check  install deps, build, run every test
 #   make check-sanitize  the whole project and its tests under ASan + UBSan,
 #               the runtime's threaded tests under TSan (separate builds)
-#   make check-sanitize-runtime  the runtime under ASan + UBSan (its tests,
-#               the e2e and corruption tests over this build's fmc) and TSan
+#   make check-sanitize-runtime  CI's sanitizer run: the whole project under
+#               ASan + UBSan (tests sampled, lit, corruption), TSan threaded tests
 BUILD ?= build
 JOBS  ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
@@ -45,4 +45,4 @@ docs: configure
 	ninja -C $(BUILD) fm-docs
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan $(BUILD)-asan-runtime
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-tsan $(BUILD)-asan $(BUILD)-asan-runtime

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# The sanitizer part of CI (.ci/run), sized for its 2 cores: the runtime
-# (everything a device runs) under ASan + UBSan in a runtime-only build (no
-# MLIR: a fraction of the whole project's build), with
+# The sanitizer part of CI (.ci/run), sized for its 2 cores: the whole
+# project (compiler and runtime; MLIR and LLVM are Debian's prebuilt,
+# uninstrumented libraries, so only fmc's own code is checked) under ASan +
+# UBSan, with
 #   1. every test of that build (kernels, loader, executor, sessions,
-#      tokenizer, chat templates, images, grammars, adapters),
-#   2. the end-to-end tests (test/e2e, against the numpy reference) with
-#      this fm-run over artifacts that PLAIN_BUILD's fmc compiles,
-#   3. the corruption test (test/corrupt/flip_bytes.py) with this fm-run
-#      and loader: a changed byte is a clean error or a clean run, and
+#      tokenizer, chat templates, images, grammars, adapters, the compiler's
+#      unit tests),
+#   2. the lit tests (test/: dialects, passes, import, targets, adapters and
+#      the end-to-end runs against the numpy reference) with this build's
+#      fmc, fm-opt and fm-run,
+#   3. the corruption test (test/corrupt/flip_bytes.py) with this fmc,
+#      fm-run and loader: a changed byte is a clean error or a clean run, and
 #      touches no byte it must not;
 # and the threaded tests under TSan (scripts/check-tsan.sh). The runtime's
 # arenas, caches and scratch are heap blocks of their exact size in these
-# builds (FM_HEAP_HOST_MEMORY), so that overruns trap. `make check-sanitize`
-# is the whole project under ASan + UBSan (compiler included).
+# builds (FM_HEAP_HOST_MEMORY), so that overruns trap.
 #
 # Sized by measurement (the README has the numbers): both builds at -O1
 # (cmake/FmSanitize.cmake), built side by side so that neither core idles
@@ -20,17 +22,17 @@
 # the slowest data-driven tests sampled (FM_TEST_SAMPLE);
 # the corruption test on fewer fm-run offsets (FLIP_RUN_EVERY) and image
 # bytes (FLIP_IMAGE_STRIDE) than the plain build's corrupt.flips, which runs
-# the whole set.
+# the whole set. PLAIN_BUILD gives lit (its CMakeCache's LLVM_LIT).
 #
 #   scripts/check-sanitize-runtime.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]
-#     (default PLAIN_BUILD-asan-runtime and PLAIN_BUILD-tsan; JOBS, default 2;
+#     (default PLAIN_BUILD-asan and PLAIN_BUILD-tsan; JOBS, default 2;
 #      KEEP_GOING=1 runs every stage after a failing one, and fails at the end)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 PLAIN=$(cd "${1:?usage: check-sanitize-runtime.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]}" && pwd)
 # Absolute: lit runs the e2e tests in their own directories, where a
 # relative fm_run_dir would silently leave PLAIN_BUILD's fm-run on the PATH.
-ASAN_BUILD=$(mkdir -p "${2:-$PLAIN-asan-runtime}" && cd "${2:-$PLAIN-asan-runtime}" && pwd)
+ASAN_BUILD=$(mkdir -p "${2:-$PLAIN-asan}" && cd "${2:-$PLAIN-asan}" && pwd)
 TSAN_BUILD=$(mkdir -p "${3:-$PLAIN-tsan}" && cd "${3:-$PLAIN-tsan}" && pwd)
 JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
@@ -43,15 +45,20 @@ stage() { # NAME COMMAND...: runs it; a failure stops here unless KEEP_GOING=1
   fi
 }
 
-echo "check-sanitize-runtime: ASan + UBSan runtime build in $ASAN_BUILD, TSan in $TSAN_BUILD"
+echo "check-sanitize-runtime: ASan + UBSan build in $ASAN_BUILD, TSan in $TSAN_BUILD"
 mkdir -p "$ASAN_BUILD"
 cmake -G Ninja -S "$SRC" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
-  -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=address,undefined \
+  -DFM_WITH_MPI=OFF -DFM_SANITIZE=address,undefined \
   -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$ASAN_BUILD/configure.log" 2>&1 \
   || { cat "$ASAN_BUILD/configure.log"; exit 1; }
 JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
-# Everything but the benchmarks (bench/*: timings mean nothing here).
-ASAN_TARGETS=$(ninja -C "$ASAN_BUILD" -t query all | awk '/^    / && $1 !~ /^bench\// {print $1}')
+# Everything but the benchmarks (bench/*: timings mean nothing here) and
+# the NEON cross-builds (test/unit/neon: uninstrumented, their qemu tests
+# are left out below): the top directories' targets, test/ one level down.
+query_all() { ninja -C "$ASAN_BUILD" -t query "$1" | awk '/^  outputs:/ {exit} /^    / {print $1}'; }
+ASAN_TARGETS=$(query_all all | while read -r t; do
+  if [ "$t" = test/all ]; then query_all test/all; else echo "$t"; fi
+done | grep -Ev '^(bench/|test/unit/neon/)')
 # Both builds at once, each with JOBS jobs: while one links (one job), the
 # other compiles.
 ninja -C "$ASAN_BUILD" -j"$JOBS" $ASAN_TARGETS > "$ASAN_BUILD/build.log" 2>&1 &
@@ -64,26 +71,28 @@ wait "$asan_pid" || asan_ok=0
 [ "$asan_ok" = 1 ] || { tail -50 "$ASAN_BUILD/build.log"; echo "check-sanitize-runtime: ASan build failed" >&2; exit 1; }
 [ "$tsan_ok" = 1 ] || { tail -50 "$TSAN_BUILD/build.log"; echo "check-sanitize-runtime: TSan build failed" >&2; exit 1; }
 built=$(date +%s)
-# Left out: the tests that run no runtime code (python's own checks, ptxas on
-# the CUDA sources, the NEON check's uninstrumented cross-build under qemu)
-# and the vision benchmark. Two at a time: most are single-threaded (one
-# process after another), and the threaded ones have serial stretches.
-# FM_TEST_SAMPLE (default 4) has the slowest data-driven tests (the JSON
-# Schema suite, fm-run's guided modes, constrained generation) run 1/N of
-# their cases: each case costs ~30x under ASan, every code path still runs,
-# and the plain build runs them all.
+# Left out: the tests that run no fmc code (python's own checks, ptxas on
+# the CUDA sources, the NEON check's uninstrumented cross-build under qemu,
+# the layering grep, the standalone runtime rebuild), runtime.mpi (this
+# build has no MPI), the vision benchmark,
+# and the tests the stages below run their own way (lit, corrupt.flips).
+# Two at a time: most are single-threaded (one process after another), and
+# the threaded ones have serial stretches. FM_TEST_SAMPLE (default 4) has the
+# slowest data-driven tests (the JSON Schema suite, fm-run's guided modes,
+# constrained generation) run 1/N of their cases: each case costs ~30x
+# under ASan, every code path still runs, and the plain build runs them all.
 stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
-  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|bench\..*)$'
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi)$'
 units=$(date +%s)
 
-# fmc from the plain build, fm-run (and every runtime tool) from this one:
-# lit's fm_run_dir puts it first on the tests' PATH. MPI (not in this
-# build) and the device tests (need the plain build's GPU layers) are left
-# to the plain run.
+# Every lit test with this build's fmc, fm-opt and fm-run (its
+# lit.site.cfg's tools dir), the e2e runs included. MPI (not in this build)
+# and the tests on a Vulkan device (lavapipe, an uninstrumented driver; the
+# plain run has them) are left out.
 LIT=$(sed -n 's/^LLVM_LIT:FILEPATH=//p' "$PLAIN/CMakeCache.txt")
-stage e2e "$LIT" -sv -j"$JOBS" --param fm_run_dir="$ASAN_BUILD/bin" --filter-out 'mpi|device' "$PLAIN/test/e2e"
+stage lit "$LIT" -sv -j"$JOBS" --filter-out 'fm :: gpu/|mpi|device' "$ASAN_BUILD/test"
 lit_done=$(date +%s)
-stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$PLAIN/bin/fmc" \
+stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$ASAN_BUILD/bin/fmc" \
   --work "$ASAN_BUILD/flips" --offsets "${FLIP_OFFSETS:-500}" --run-every "${FLIP_RUN_EVERY:-5}" \
   --image-stride "${FLIP_IMAGE_STRIDE:-4}"
 flips=$(date +%s)
@@ -92,5 +101,5 @@ stage tsan env JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" test
 done_=$(date +%s)
 echo "check-sanitize-runtime: $([ -z "$failed" ] && echo passed || echo "FAILED ($failed )")" \
      "in $((done_ - start)) s (ASan+UBSan and TSan builds $((built - start)) s, ASan tests $((units - built)) s," \
-     "e2e $((lit_done - units)) s, flips $((flips - lit_done)) s, TSan tests $((done_ - flips)) s)"
+     "lit $((lit_done - units)) s, flips $((flips - lit_done)) s, TSan tests $((done_ - flips)) s)"
 [ -z "$failed" ]

@@ -4,9 +4,9 @@
 # under TSan (scripts/check-tsan.sh). Every sanitizer report fails its test
 # (scripts/sanitize-env.sh); there are no suppressions. The runtime's
 # arenas, caches and scratch are heap blocks of their exact size there
-# (FM_HEAP_HOST_MEMORY), so that overruns trap. `.ci/run` runs the
-# runtime's part of this (scripts/check-sanitize-runtime.sh), which fits
-# CI's budget; this one does not (see the README).
+# (FM_HEAP_HOST_MEMORY), so that overruns trap. `.ci/run` runs a sampled
+# version of this (scripts/check-sanitize-runtime.sh: the same ASan build,
+# the slowest data-driven tests on 1/4 of their cases; see the README).
 #
 #   scripts/check-sanitize.sh [ASAN_BUILD [TSAN_BUILD]]
 #     (default build-sanitize and build-tsan; JOBS, default 2)
