@@ -791,6 +791,15 @@ LogicalResult VitAttentionOp::verify() {
       return emitOpError() << who << ": window " << w << " is larger than the "
                            << grid[0] << "x" << grid[1]
                            << " grid (at most its larger side)";
+    // On a thin grid the larger side still allows windows whose padding is
+    // most of the work; the runtime's loader refuses padding past 4x the
+    // grid (every window up to the smaller side is under it).
+    const double padH = double((grid[0] + w - 1) / w * w),
+                 padW = double((grid[1] + w - 1) / w * w);
+    if (padH * padW > 4.0 * double(grid[0]) * double(grid[1]))
+      return emitOpError() << who << ": window " << w << " pads the "
+                           << grid[0] << "x" << grid[1]
+                           << " grid to more than 4x its positions";
     sh = sw = w;
   } else if (getWindow()) {
     return emitOpError() << who << ": global attention takes no window";

@@ -102,6 +102,14 @@ LogicalResult VitAttentionOp::verify() {
     return emitOpError() << "window " << getWindow() << " is larger than the "
                          << grid[0] << "x" << grid[1]
                          << " grid (at most its larger side)";
+  // Padding past 4x the grid is refused too (fm.vit_attention, the loader).
+  if (const int64_t w = getWindow(); w > 0) {
+    const double padH = double((grid[0] + w - 1) / w * w),
+                 padW = double((grid[1] + w - 1) / w * w);
+    if (padH * padW > 4.0 * double(grid[0]) * double(grid[1]))
+      return emitOpError() << "window " << w << " pads the " << grid[0] << "x"
+                           << grid[1] << " grid to more than 4x its positions";
+  }
   const int64_t sh = getWindow() ? getWindow() : grid[0],
                 sw = getWindow() ? getWindow() : grid[1];
   if (Value t = getRelPosH();

@@ -29,6 +29,20 @@ Status verify(const VerifyContext &c, const fa::Command &command) {
     return c.fail("window " + std::to_string(op.window()) +
                   " is larger than the " + std::to_string(op.grid_h()) + "x" +
                   std::to_string(op.grid_w()) + " grid (at most its larger side)");
+  // On a thin grid the larger side still allows windows whose padding is
+  // most of the work (4096x1 with window 4096: 16.7M keys for 4096 tokens);
+  // the padded windows may cover at most 4x the grid, which every window up
+  // to the smaller side meets (ceil(g/w)*w < 2g).
+  if (const u64 w = op.window(); w > 0) {
+    const u64 gh = op.grid_h(), gw = op.grid_w();
+    // In double: exact below 2^53, and the 4x margin makes rounding moot.
+    const double padded =
+        double((gh + w - 1) / w * w) * double((gw + w - 1) / w * w);
+    if (padded > 4.0 * double(gh) * double(gw))
+      return c.fail("window " + std::to_string(w) + " pads the " +
+                    std::to_string(gh) + "x" + std::to_string(gw) +
+                    " grid to more than 4x its positions");
+  }
   if (!std::isfinite(op.scale()))
     return c.fail("scale is not finite");
   const int64_t hd = op.head_dim(), width = int64_t(op.heads()) * hd;

@@ -266,6 +266,20 @@ TEST(LoaderLimits, VitAttentionWindowAtMostTheGrid) {
   EXPECT_EQ(loadError(vit(4)),
             "model.fmb: program 'decode' command 2 (vision.blocks.0.attn): window 4 "
             "is larger than the 2x3 grid (at most its larger side)");
+  // A thin grid: the larger side allows window 6 on 1x6, but its padding
+  // would be 6x the grid (36 positions for 6); window 2 pads 1x6 to 2x6.
+  auto thin = [](uint32_t window) {
+    return mini(
+        [window](ArtifactBuilder &b, std::vector<Cmd> &c) {
+          c.push_back(b.vitAttention(buf(8, 12, 12), buf(92, 4, 4), 0, 1, 6, 1, 4,
+                                     0.5f, window, "vision.blocks.0.attn"));
+        },
+        120);
+  };
+  EXPECT_EQ(loadError(thin(2)), "(loaded)");
+  EXPECT_EQ(loadError(thin(6)),
+            "model.fmb: program 'decode' command 2 (vision.blocks.0.attn): window 6 "
+            "pads the 1x6 grid to more than 4x its positions");
   // A crafted window whose square wraps 32 bits never reaches a kernel.
   EXPECT_EQ(loadError(vit(65536)),
             "model.fmb: program 'decode' command 2 (vision.blocks.0.attn): window "
