@@ -287,6 +287,27 @@ def marker_checks(tool, fmb, cfg, W, n, image, tensor, work):
         check([l["prefilled_images"] for l in lines] == [0, 1],
               "marker in a reply: the image is prefilled in turn 2 only")
 
+    # (d) A reply that spells the image token's text from plain tokens (the
+    # regex forces its bytes; the placeholder id itself is never sampled):
+    # the history holds the reply without it, so turn 2's one marker still
+    # takes the one image.
+    turns = ["Spell the pad.", "What is in <image>?"]
+    _, _, err = fm_chat(turns_file("reply_pad.txt", turns), "--regex", r"<\|image_pad\|>",
+                        "--max-new-tokens", "20", "--image-tensor", tensor)
+    lines = [l for l in stats_lines(err) if "turn" in l]
+    check(len(lines) == 2, "the pad spelled in a reply: two turns", err[-300:])
+    if len(lines) == 2:
+        reply = bytes(t for t in lines[0]["generated_ids"] if t < 256).decode()
+        check(reply == IMAGE_TEXT and IMAGE not in lines[0]["generated_ids"],
+              "the pad spelled in a reply: turn 1's reply is %r in bytes" % reply)
+        messages = [{"role": "user", "content": turns[0]},
+                    {"role": "assistant", "content": ""},
+                    {"role": "user", "content": turns[1]}]
+        want = _plain_ids(render(TEMPLATE, user_expanded(messages, n)))
+        check(lines[1]["context_ids"] == want and want.count(IMAGE) == n,
+              "the pad spelled in a reply: turn 2's context holds the reply without "
+              "it and the one image", "%s != %s" % (lines[1]["context_ids"], want))
+
     # (b) A --system text that holds <image>: plain text; the reply is the
     # reference's argmax with the one image.
     system = "Answer about <image> markers."

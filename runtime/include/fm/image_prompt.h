@@ -38,6 +38,16 @@ std::string expandImageMarkers(std::string_view text,
                                const std::string &tokenText, int64_t perImage,
                                std::string_view marker = kImageMarker);
 
+/// Whether `text` holds `tokenText` outside its kImageMarker markers: a user
+/// turn that types the image token's text itself is refused, but a model
+/// whose image token is the text `<image>` (llava's) still takes markers.
+bool holdsOutsideMarkers(std::string_view text, std::string_view tokenText);
+
+/// `reply` without the image token's text (removed until none is left): a
+/// reply can spell it from plain tokens, and in a chat's history it would be
+/// a placeholder without an image in every later turn.
+std::string withoutImageText(std::string reply, std::string_view tokenText);
+
 /// In a chat only the markers a user turn holds take images: a system text
 /// or an assistant reply that holds `<image>` keeps it as plain text. So
 /// the user turns' markers become a sentinel before the template renders,

@@ -87,7 +87,7 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
   const int64_t turnNo =
       1 + std::count_if(messages_.begin(), messages_.end(),
                         [](const ChatMessage &m) { return m.role == "user"; });
-  if (vlm && !imageText_.empty() && user.find(imageText_) != std::string::npos)
+  if (vlm && holdsOutsideMarkers(user, imageText_))
     return Status::error(
         name + ": user turn " + std::to_string(turnNo) +
         " holds the image token's text '" + imageText_ +
@@ -197,7 +197,11 @@ Expected<ChatTurn> Conversation::say(const std::string &user, Sampler &sampler,
   taken_ = inUse;
   turn.reply = std::move(*reply);
   turn.context = std::move(*ids);
-  messages_.push_back({"assistant", turn.reply.text});
+  // A reply can spell the image token's text from plain tokens: the
+  // history holds it without (fm/image_prompt.h); the caller gets it whole.
+  messages_.push_back(
+      {"assistant", vlm ? withoutImageText(turn.reply.text, imageText_)
+                        : turn.reply.text});
   return turn;
 }
 

@@ -56,6 +56,32 @@ std::string expandImageMarkers(std::string_view text,
   return out;
 }
 
+bool holdsOutsideMarkers(std::string_view text, std::string_view tokenText) {
+  if (tokenText.empty())
+    return false;
+  size_t from = 0;
+  for (size_t at = text.find(kImageMarker);; at = text.find(kImageMarker, from)) {
+    const std::string_view piece =
+        text.substr(from, at == std::string_view::npos ? std::string_view::npos
+                                                       : at - from);
+    if (piece.find(tokenText) != std::string_view::npos)
+      return true;
+    if (at == std::string_view::npos)
+      return false;
+    from = at + kImageMarker.size();
+  }
+}
+
+std::string withoutImageText(std::string reply, std::string_view tokenText) {
+  if (tokenText.empty())
+    return reply;
+  // Searched again from the cut: removing one can join another.
+  for (size_t at = reply.find(tokenText); at != std::string::npos;
+       at = reply.find(tokenText, at >= tokenText.size() ? at - tokenText.size() + 1 : 0))
+    reply.erase(at, tokenText.size());
+  return reply;
+}
+
 std::string chatImageSentinel(const std::vector<std::string_view> &texts) {
   for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
     // UTF-8 of a three-byte code point.

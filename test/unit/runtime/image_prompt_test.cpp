@@ -110,4 +110,30 @@ TEST(ImagePrompt, NoSentinelLeftIsAnError) {
             std::string::npos) << text.message();
 }
 
+// The image token's text typed by the user is refused, but only outside the
+// markers: llava's image token is the text <image> itself.
+TEST(ImagePrompt, ImageTextOutsideMarkersOnly) {
+  EXPECT_TRUE(fm::holdsOutsideMarkers("a " + kPad + " b", kPad));
+  EXPECT_TRUE(fm::holdsOutsideMarkers("<image> x" + kPad, kPad));
+  EXPECT_FALSE(fm::holdsOutsideMarkers("look: <image> and <image>", kPad));
+  // llava: its markers are its token's text.
+  EXPECT_FALSE(fm::holdsOutsideMarkers("look: <image>", "<image>"));
+  EXPECT_FALSE(fm::holdsOutsideMarkers("<image><image>", "<image>"));
+  EXPECT_FALSE(fm::holdsOutsideMarkers("no image", "<image>"));
+  EXPECT_FALSE(fm::holdsOutsideMarkers("anything", ""));
+  // A pad split by a marker is no pad.
+  EXPECT_FALSE(fm::holdsOutsideMarkers("<|image<image>_pad|>", kPad));
+}
+
+// A reply that spells the image token's text keeps none of it in the
+// history, even where removing one joins the next.
+TEST(ImagePrompt, ReplyHistoryHoldsNoImageText) {
+  EXPECT_EQ(fm::withoutImageText("see " + kPad + " and " + kPad + kPad, kPad),
+            "see  and ");
+  EXPECT_EQ(fm::withoutImageText("<|image" + kPad + "_pad|>!", kPad), "!");
+  EXPECT_EQ(fm::withoutImageText("x<image>y", "<image>"), "xy");
+  EXPECT_EQ(fm::withoutImageText("plain <image> text", kPad), "plain <image> text");
+  EXPECT_EQ(fm::withoutImageText("kept", ""), "kept");
+}
+
 } // namespace
