@@ -10,6 +10,9 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace fm::tok {
 namespace {
@@ -127,6 +130,137 @@ std::string quoted(std::string_view s) {
       out.push_back(c);
   }
   return out + "'";
+}
+
+// What resolving the merges reads: tokenizer.json's model.merges and the
+// vocabulary already loaded.
+struct MergeSource {
+  const JValue &merges;
+  const JPath &path; // model.merges, for messages
+  const std::string &vocabPath;
+  bool byteLevel;
+  size_t prefixLength; // continuing_subword_prefix
+  const BpeModel &model;
+};
+
+// The ids of merges [from, to) to `take(i, a, b, merged)`, in order, or the
+// error of the first bad one. Hundreds of thousands of merges, three lookups
+// each: done in batches whose hash slots are prefetched before they are read
+// (and, with `pairs`, the pair slot each will be put into). The model-side
+// keys of a batch (a, b and the merged token) are written into one arena.
+// Reads only: two threads may resolve two ranges at once.
+template <typename Take>
+Status resolveMerges(const MergeSource &src, rapidjson::SizeType from, rapidjson::SizeType to,
+                     const PairMap *pairs, Take &&take) {
+  constexpr size_t kBatch = 32;
+  struct Item {
+    std::string_view a, b; // as the file writes them
+    uint32_t ka, kb, ab;   // offsets of the model-side keys in the arena
+    uint32_t na, nb, nab;
+    uint64_t ha, hb, hab;
+    int32_t ia, ib;
+  };
+  const StringIdMap &vocab = src.model.vocab;
+  const std::vector<std::string> &keys = src.model.keys;
+  Item batch[kBatch];
+  std::string arena;
+  for (rapidjson::SizeType base = from; base < to; base += kBatch) {
+    size_t count = std::min<size_t>(kBatch, to - base);
+    size_t room = 0;
+    for (size_t j = 0; j < count; ++j) {
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      const JValue &e = src.merges[i];
+      Item &it = batch[j];
+      if (e.IsString()) { // "a b" (tokenizers < 0.20)
+        std::string_view s(e.GetString(), e.GetStringLength());
+        size_t space = s.find(' ');
+        if (space == std::string_view::npos)
+          return src.path[i].error(quoted(s) +
+                                   " is not two tokens separated by a space");
+        it.a = s.substr(0, space);
+        it.b = s.substr(space + 1);
+      } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
+                 e[1].IsString()) {
+        it.a = std::string_view(e[0].GetString(), e[0].GetStringLength());
+        it.b = std::string_view(e[1].GetString(), e[1].GetStringLength());
+      } else {
+        return src.path[i].error("must be \"a b\" or [\"a\", \"b\"]");
+      }
+      room += 2 * (it.a.size() + it.b.size());
+    }
+    if (arena.size() < room)
+      arena.resize(room);
+    char *out = arena.data();
+    uint32_t used = 0;
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      ptrdiff_t na, nb;
+      if (src.byteLevel) {
+        na = rawBytesInto(it.a, out + used);
+        if (na < 0)
+          return src.path[i].error("token " + quoted(it.a) + " is not in " +
+                                   src.vocabPath);
+        nb = rawBytesInto(it.b, out + used + na);
+        if (nb < 0)
+          return src.path[i].error("token " + quoted(it.b) + " is not in " +
+                                   src.vocabPath);
+      } else {
+        na = static_cast<ptrdiff_t>(it.a.size());
+        nb = static_cast<ptrdiff_t>(it.b.size());
+        std::memcpy(out + used, it.a.data(), it.a.size());
+        std::memcpy(out + used + na, it.b.data(), it.b.size());
+      }
+      it.ka = used;
+      it.na = static_cast<uint32_t>(na);
+      it.kb = used + it.na;
+      it.nb = static_cast<uint32_t>(nb);
+      used += it.na + it.nb;
+      // The merged token: a's key and b's without the continuing-subword
+      // prefix.
+      uint32_t tail = it.nb >= src.prefixLength
+                          ? it.nb - static_cast<uint32_t>(src.prefixLength)
+                          : 0;
+      std::memcpy(out + used, out + it.ka, it.na);
+      std::memcpy(out + used + it.na, out + it.kb + (it.nb - tail), tail);
+      it.ab = used;
+      it.nab = it.na + tail;
+      used += it.nab;
+      it.ha = hashBytes(out + it.ka, it.na);
+      it.hb = hashBytes(out + it.kb, it.nb);
+      it.hab = hashBytes(out + it.ab, it.nab);
+      vocab.prefetch(it.ha);
+      vocab.prefetch(it.hb);
+      vocab.prefetch(it.hab);
+    }
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      it.ia = vocab.find(keys, std::string_view(out + it.ka, it.na), it.ha);
+      it.ib = vocab.find(keys, std::string_view(out + it.kb, it.nb), it.hb);
+      if (it.ia < 0)
+        return src.path[i].error("token " + quoted(it.a) + " is not in " +
+                                 src.vocabPath);
+      if (it.ib < 0)
+        return src.path[i].error("token " + quoted(it.b) + " is not in " +
+                                 src.vocabPath);
+      if (pairs)
+        pairs->prefetch(it.ia, it.ib);
+    }
+    for (size_t j = 0; j < count; ++j) {
+      Item &it = batch[j];
+      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
+      int32_t iab = vocab.find(keys, std::string_view(out + it.ab, it.nab), it.hab);
+      if (iab < 0)
+        return src.path[i].error("the merged token " +
+                                 quoted(std::string(it.a) +
+                                        std::string(it.b.substr(
+                                            std::min(it.b.size(), src.prefixLength)))) +
+                                 " is not in " + src.vocabPath);
+      take(i, it.ia, it.ib, iab);
+    }
+  }
+  return Status::ok();
 }
 
 // `addedIds`: one past the largest id of added_tokens (a hint, unchecked), so
@@ -255,112 +389,49 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   if (!merges || !merges->IsArray())
     return mp.error("must be an array");
   m.merges.reset(merges->Size());
-  const size_t prefixLength = o.continuingSubwordPrefix.size();
-  // Hundreds of thousands of merges, three lookups each: done in batches
-  // whose hash slots are prefetched before they are read. The model-side
-  // keys of a batch (a, b and the merged token) are written into one arena.
-  constexpr size_t kBatch = 32;
-  struct Item {
-    std::string_view a, b; // as the file writes them
-    uint32_t ka, kb, ab;   // offsets of the model-side keys in the arena
-    uint32_t na, nb, nab;
-    uint64_t ha, hb, hab;
-    int32_t ia, ib;
+  const MergeSource src{*merges, mp, vp.path, byteLevel,
+                        o.continuingSubwordPrefix.size(), m};
+  auto put = [&](rapidjson::SizeType i, int32_t a, int32_t b, int32_t merged) {
+    m.merges.put(a, b, {static_cast<uint32_t>(i), merged});
   };
-  Item batch[kBatch];
-  std::string arena;
-  rapidjson::SizeType total = merges->Size();
-  for (rapidjson::SizeType base = 0; base < total; base += kBatch) {
-    size_t count = std::min<size_t>(kBatch, total - base);
-    size_t room = 0;
-    for (size_t j = 0; j < count; ++j) {
-      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      const JValue &e = (*merges)[i];
-      Item &it = batch[j];
-      if (e.IsString()) { // "a b" (tokenizers < 0.20)
-        std::string_view s(e.GetString(), e.GetStringLength());
-        size_t space = s.find(' ');
-        if (space == std::string_view::npos)
-          return mp[i].error(quoted(s) +
-                             " is not two tokens separated by a space");
-        it.a = s.substr(0, space);
-        it.b = s.substr(space + 1);
-      } else if (e.IsArray() && e.Size() == 2 && e[0].IsString() &&
-                 e[1].IsString()) {
-        it.a = std::string_view(e[0].GetString(), e[0].GetStringLength());
-        it.b = std::string_view(e[1].GetString(), e[1].GetStringLength());
-      } else {
-        return mp[i].error("must be \"a b\" or [\"a\", \"b\"]");
-      }
-      room += 2 * (it.a.size() + it.b.size());
+  const rapidjson::SizeType total = merges->Size();
+  // The lookups are memory-bound: with a second core, a helper thread
+  // resolves the second half while this one resolves and inserts the first;
+  // its ids are inserted after, in order, so a later duplicate still wins.
+  constexpr rapidjson::SizeType kSplitAt = 65536;
+  rapidjson::SizeType mid = total;
+  struct Ids {
+    int32_t a, b, merged;
+  };
+  std::vector<Ids> second;
+  Status secondStatus = Status::ok();
+  std::thread helper;
+  if (total >= kSplitAt && std::thread::hardware_concurrency() >= 2) {
+    mid = total / 2;
+    second.resize(total - mid);
+    try {
+      helper = std::thread([&, mid] {
+        secondStatus = resolveMerges(
+            src, mid, total, nullptr,
+            [&](rapidjson::SizeType i, int32_t a, int32_t b, int32_t merged) {
+              second[i - mid] = {a, b, merged};
+            });
+      });
+    } catch (const std::system_error &) {
+      mid = total; // no thread to be had: all on this one
+      second.clear();
     }
-    if (arena.size() < room)
-      arena.resize(room);
-    char *out = arena.data();
-    uint32_t used = 0;
-    for (size_t j = 0; j < count; ++j) {
-      Item &it = batch[j];
-      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      ptrdiff_t na, nb;
-      if (byteLevel) {
-        na = rawBytesInto(it.a, out + used);
-        if (na < 0)
-          return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
-        nb = rawBytesInto(it.b, out + used + na);
-        if (nb < 0)
-          return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
-      } else {
-        na = static_cast<ptrdiff_t>(it.a.size());
-        nb = static_cast<ptrdiff_t>(it.b.size());
-        std::memcpy(out + used, it.a.data(), it.a.size());
-        std::memcpy(out + used + na, it.b.data(), it.b.size());
-      }
-      it.ka = used;
-      it.na = static_cast<uint32_t>(na);
-      it.kb = used + it.na;
-      it.nb = static_cast<uint32_t>(nb);
-      used += it.na + it.nb;
-      // The merged token: a's key and b's without the continuing-subword
-      // prefix.
-      uint32_t tail = it.nb >= prefixLength
-                          ? it.nb - static_cast<uint32_t>(prefixLength)
-                          : 0;
-      std::memcpy(out + used, out + it.ka, it.na);
-      std::memcpy(out + used + it.na, out + it.kb + (it.nb - tail), tail);
-      it.ab = used;
-      it.nab = it.na + tail;
-      used += it.nab;
-      it.ha = hashBytes(out + it.ka, it.na);
-      it.hb = hashBytes(out + it.kb, it.nb);
-      it.hab = hashBytes(out + it.ab, it.nab);
-      m.vocab.prefetch(it.ha);
-      m.vocab.prefetch(it.hb);
-      m.vocab.prefetch(it.hab);
-    }
-    for (size_t j = 0; j < count; ++j) {
-      Item &it = batch[j];
-      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      it.ia = m.vocab.find(m.keys, std::string_view(out + it.ka, it.na), it.ha);
-      it.ib = m.vocab.find(m.keys, std::string_view(out + it.kb, it.nb), it.hb);
-      if (it.ia < 0)
-        return mp[i].error("token " + quoted(it.a) + " is not in " + vp.path);
-      if (it.ib < 0)
-        return mp[i].error("token " + quoted(it.b) + " is not in " + vp.path);
-      m.merges.prefetch(it.ia, it.ib);
-    }
-    for (size_t j = 0; j < count; ++j) {
-      Item &it = batch[j];
-      rapidjson::SizeType i = base + static_cast<rapidjson::SizeType>(j);
-      int32_t iab =
-          m.vocab.find(m.keys, std::string_view(out + it.ab, it.nab), it.hab);
-      if (iab < 0)
-        return mp[i].error("the merged token " +
-                           quoted(std::string(it.a) +
-                                  std::string(it.b.substr(
-                                      std::min(it.b.size(), prefixLength)))) +
-                           " is not in " + vp.path);
-      m.merges.put(it.ia, it.ib, {static_cast<uint32_t>(i), iab});
-    }
+  }
+  Status first = resolveMerges(src, 0, mid, &m.merges, put);
+  if (helper.joinable())
+    helper.join();
+  FM_RETURN_IF_ERROR(first);
+  FM_RETURN_IF_ERROR(secondStatus);
+  constexpr size_t kAhead = 16;
+  for (size_t j = 0; j < second.size(); ++j) {
+    if (j + kAhead < second.size())
+      m.merges.prefetch(second[j + kAhead].a, second[j + kAhead].b);
+    put(mid + static_cast<rapidjson::SizeType>(j), second[j].a, second[j].b, second[j].merged);
   }
   return Status::ok();
 }

@@ -449,6 +449,59 @@ TEST(TokenizerErrors, NameFileAndField) {
   EXPECT_NE(loadError("[]").find("bad.json: must be a JSON object"), std::string::npos);
 }
 
+// A tokenizer.json with `count` merges, enough for the load to resolve them on
+// two threads: "p<i> q" fillers (each merged token in the vocabulary) except
+// at the indices `at` gives; x, y, z, xy and yz are ids 0-4.
+std::string manyMerges(size_t count, const std::map<size_t, std::string> &at) {
+  std::string vocab = R"("x": 0, "y": 1, "z": 2, "xy": 3, "yz": 4, "q": 5)";
+  std::string merges;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string p = "p" + std::to_string(i);
+    vocab += ", \"" + p + "\": " + std::to_string(6 + 2 * i) + ", \"" + p + "q\": " +
+             std::to_string(7 + 2 * i);
+    auto it = at.find(i);
+    merges += (i ? ", \"" : "\"") + (it != at.end() ? it->second : p + " q") + "\"";
+  }
+  return R"({"model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": [)" + merges +
+         "]}}";
+}
+
+std::vector<TokenId> encodeWith(const std::string &json, const std::string &text) {
+  auto t = fm::Tokenizer::fromJson(json);
+  EXPECT_TRUE(t.isOk()) << (t.isOk() ? "" : t.message());
+  if (!t.isOk())
+    return {};
+  auto ids = t->encode(text);
+  return ids.isOk() ? *ids : std::vector<TokenId>{};
+}
+
+TEST(Tokenizer, ManyMergesKeepTheirRanksAcrossTheLoadsHalves) {
+  constexpr size_t kCount = 70000; // split at 35000
+  // The lower rank wins, from either half.
+  EXPECT_EQ(encodeWith(manyMerges(kCount, {{10, "y z"}, {69995, "x y"}}), "xyz"),
+            (std::vector<TokenId>{0, 4}));
+  EXPECT_EQ(encodeWith(manyMerges(kCount, {{10, "x y"}, {69995, "y z"}}), "xyz"),
+            (std::vector<TokenId>{3, 2}));
+  // A later duplicate of a merge gives its rank, as in Hugging Face's.
+  EXPECT_EQ(encodeWith(manyMerges(kCount, {{10, "x y"}, {30000, "y z"}, {69995, "x y"}}), "xyz"),
+            (std::vector<TokenId>{0, 4}));
+  EXPECT_EQ(encodeWith(manyMerges(kCount, {{10, "x y"}, {40000, "y z"}, {34999, "x y"}}), "xyz"),
+            (std::vector<TokenId>{3, 2}));
+}
+
+TEST(TokenizerErrors, ManyMergesNameTheFirstBadOne) {
+  constexpr size_t kCount = 70000;
+  EXPECT_NE(loadError(manyMerges(kCount, {{69000, "p1 w"}}))
+                .find("bad.json: model.merges[69000]: token 'w' is not in model.vocab"),
+            std::string::npos);
+  EXPECT_NE(loadError(manyMerges(kCount, {{100, "x q"}, {69000, "p1 w"}}))
+                .find("bad.json: model.merges[100]: the merged token 'xq' is not in model.vocab"),
+            std::string::npos);
+  EXPECT_NE(loadError(manyMerges(kCount, {{35001, "nospace"}, {69000, "p1 w"}}))
+                .find("model.merges[35001]: 'nospace' is not two tokens separated by a space"),
+            std::string::npos);
+}
+
 // ---- the regex translation ---------------------------------------------------
 
 TEST(Regex, OnigurumaWhitespaceAndUnicode15Letters) {

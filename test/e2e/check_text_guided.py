@@ -16,6 +16,8 @@ validators.
     restarts per reply) and ends at a stop id;
   - --tools --tool-choice required: one JSON line {"name", "arguments"} valid
     against that tool's parameters, after Qwen's forced <tool_call> opener;
+  - --tools auto: free text, then the call's line (--prompt and --chat), or the call
+    alone; the free text streams (its first bytes come long before the end);
   - a --max-new-tokens cut exits 3 with a note; --tokenizer and a bad --eos
     are clear errors.
 Prints one line per check and `N passed, N failed` at the end.
@@ -181,6 +183,77 @@ def tools_auto(tool, fmb, work):
     ct.check(ok, "--tools required: a valid call despite a bias on a plain token", repr(out))
 
 
+def split_call(text, ids, params):
+    """Checks that `text` is the free text of the ids before <tool_call> ("Hello" each), a
+    newline when it left the line open, then one call line; (ok, why)."""
+    k = ids.index(TOOL_CALL_ID) if TOOL_CALL_ID in ids else -1
+    if k < 0 or ids[:k] != [HELLO_ID] * k:
+        return False, "ids %s" % ids[:8]
+    prefix = "Hello" * k + ("\n" if k else "")
+    if not text.startswith(prefix):
+        return False, "the free text %r is not %r" % (text[:80], prefix)
+    return valid_call(text[len(prefix):].encode("utf-8"), params)
+
+
+def tools_prefix_then_call(tool, fmb, work):
+    """--tool-choice auto with the model drawn between "Hello" and <tool_call> (both biased,
+    temperature 1): the free text before the call is printed (it used to be dropped), then the
+    call's line; with no text before it, the call's line alone."""
+    tools = os.path.join(work, "tools.json")
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    seen = set()
+    for seed in range(1, 9):
+        out, err = ct.run([tool("fm-run"), fmb, "--prompt", "Call a tool.", "--tools", tools,
+                           "--logit-bias", "%d=100" % HELLO_ID, "--logit-bias",
+                           "%d=100" % TOOL_CALL_ID, "--temperature", "1", "--seed", str(seed),
+                           "--max-new-tokens", "200", "--stats"])
+        ids = ct.stats_lines(err)[-1]["generated_ids"]
+        kind = "prefix" if ids and ids[0] == HELLO_ID else "bare"
+        seen.add(kind)
+        ok, why = split_call(out.decode("utf-8"), ids, params)
+        ct.check(ok, "--tools auto seed %d: %s, then one valid call line" % (
+            seed, "'Hello' x %d" % ids.index(TOOL_CALL_ID) if kind == "prefix"
+            else "no free text"), why)
+        if len(seen) == 2:
+            break
+    ct.check(len(seen) == 2, "seeds 1-8 gave a call after free text and one without", str(seen))
+    # A chat reply likewise: the text, then the call's line, then the next turn.
+    turns = os.path.join(work, "tool_turns.txt")
+    open(turns, "w", encoding="utf-8").write("Call a tool.\n---\nAgain.\n")
+    out, err = ct.run([tool("fm-run"), fmb, "--chat", "--chat-file", turns, "--tools", tools,
+                       "--logit-bias", "%d=100" % HELLO_ID, "--logit-bias",
+                       "%d=100" % TOOL_CALL_ID, "--temperature", "1", "--seed", "2",
+                       "--max-new-tokens", "200", "--stats"])
+    stats = [st for st in ct.stats_lines(err) if "turn" in st]
+    replies = re.split(r"^> .*\n", out.decode("utf-8"), flags=re.M)[1:]
+    results = [split_call(r, st["generated_ids"], params) for r, st in zip(replies, stats)]
+    ct.check(len(replies) == 2 and len(stats) == 2 and all(ok for ok, _ in results),
+             "--chat --tools: each reply is its free text, then one valid call line",
+             "%r %s" % (out[:300], [why for _, why in results]))
+
+
+def tools_text_streams(tool, fmb, work):
+    """The free text reaches stdout while the generation goes on: the first bytes come long
+    before the end (printed whole at the end, they came at it)."""
+    import time
+    tools = os.path.join(work, "tools.json")
+    p = subprocess.Popen([tool("fm-run"), fmb, "--prompt", "Call a tool.", "--tools", tools,
+                          "--logit-bias", "%d=100" % HELLO_ID, "--max-new-tokens", "1500",
+                          "--stats"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = os.read(p.stdout.fileno(), 5)
+    t_first = time.monotonic()
+    rest = p.stdout.read()
+    t_end = time.monotonic()
+    err = p.stderr.read().decode()
+    p.wait()
+    st = ct.stats_lines(err)[-1] if ct.stats_lines(err) else {"total_ms": 0, "generated_ids": []}
+    after_ms = (t_end - t_first) * 1000.0
+    ct.check(p.returncode == 0 and first + rest == b"Hello" * len(st["generated_ids"]) + b"\n"
+             and after_ms > 0.5 * st["total_ms"],
+             "--tools auto: the free text streams (%.0f of the generation's %.0f ms came after "
+             "its first bytes)" % (after_ms, st["total_ms"]), "rc %d, %r" % (p.returncode, first))
+
+
 def logit_bias(tool, fmb, work):
     out, err = ct.run([tool("fm-run"), fmb, "--prompt", "x", "--logit-bias", "%d=50" % HELLO_ID,
                        "--logit-bias", "%d=50" % HELLO_ID, "--max-new-tokens", "4", "--stats"])
@@ -222,6 +295,8 @@ def main():
     chat_schema(tool, fmb, args.work)
     tools_required(tool, fmb, args.work)
     tools_auto(tool, fmb, args.work)
+    tools_prefix_then_call(tool, fmb, args.work)
+    tools_text_streams(tool, fmb, args.work)
     logit_bias(tool, fmb, args.work)
     cut_and_errors(tool, fmb, args.work)
     print("%d passed, %d failed" % (ct.passed, ct.failed))

@@ -136,18 +136,17 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
       writeOut(quotedTurn(user));
     // Each reply is constrained from its first token (a fresh constraint).
     fm::GenerateOptions generate = generateOptions(args);
-    TextGuide guide(loaded, &generate);
+    TextGuide guide(loaded, &generate, leader);
     auto streamed = [&](std::string_view piece) {
-      if (leader && guide.streams())
-        writeOut(piece);
+      guide.write(piece);
       return true;
     };
     auto turn = conversation->say(user, sampler, generate, streamed);
     if (!turn)
       return abortAll(turn.message());
-    if (leader && guide.streams())
+    if (leader && !guide.endsLine())
       writeOut("\n");
-    auto guided = guide.finish(turn->reply, leader);
+    auto guided = guide.finish(turn->reply);
     if (!guided)
       return abortAll(guided.message());
     exitStatus = std::max(exitStatus, *guided);

@@ -39,8 +39,9 @@ void addGuidedOptions(CLI::App &app, GuidedArgs &args) {
   auto *regex = app.add_option("--regex", args.regex,
                                "constrain the output to match this ECMA-262 regex as a whole");
   auto *tools = app.add_option("--tools", args.tools,
-                               "an OpenAI-style tools list (JSON): the model writes text or one "
-                               "call, printed as {\"name\": ..., \"arguments\": {...}}");
+                               "an OpenAI-style tools list (JSON): the model writes text (streamed "
+                               "by --prompt/--chat), then possibly one call, printed as one line "
+                               "{\"name\": ..., \"arguments\": {...}}");
   schema->excludes(gbnf)->excludes(regex)->excludes(tools);
   gbnf->excludes(regex)->excludes(tools);
   regex->excludes(tools);

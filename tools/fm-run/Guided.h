@@ -7,6 +7,7 @@
 #include "fm/runtime.h"
 #include "fm/sampler.h"
 #include "fm/tokenizer.h"
+#include "fm/tool_call_stream.h"
 
 #include <CLI/CLI.hpp>
 
@@ -52,8 +53,11 @@ public:
   void restart();
   /// The end-of-sequence ids (the text modes stop at them).
   const std::vector<int32_t> &eos() const { return eos_; }
-  /// The output is a tool call or free text printed whole at the end (--tools), not streamed.
-  bool printsAtEnd() const { return tools_ != nullptr; }
+  /// --tools: the current generation's ToolCallDecoder (null without --tools).
+  const fm::ToolCallDecoder *tools() const { return tools_.get(); }
+  /// --tools: a splitter of the streamed text into the free text and the call, for one
+  /// generation (fm/tool_call_stream.h).
+  fm::ToolCallStream toolStream() const { return fm::ToolCallStream(syntax_.opener, choice_); }
 
   /// What the generation produced: the text (or the tool call as JSON), and whether the
   /// grammar (the call) is complete.

@@ -151,8 +151,8 @@ fm::Sampler makeSampler(const TextArgs &args) {
   return fm::Sampler(args.temperature, args.topK, args.topP, args.seed);
 }
 
-TextGuide::TextGuide(Loaded &loaded, fm::GenerateOptions *options)
-    : guided_(loaded.guided.get()) {
+TextGuide::TextGuide(Loaded &loaded, fm::GenerateOptions *options, bool leader)
+    : guided_(loaded.guided.get()), leader_(leader) {
   fm::LogitsProcessor constraint;
   if (guided_) {
     guided_->restart();
@@ -160,6 +160,17 @@ TextGuide::TextGuide(Loaded &loaded, fm::GenerateOptions *options)
     if (fm::TokenConstraint *c = guided_->constraint()) {
       constrained_ = std::make_unique<fm::ConstrainedLogits>(*c, guided_->eos());
       constraint = constrained_->hook();
+    }
+    if (guided_->tools()) {
+      stream_.emplace(guided_->toolStream());
+      // The constraint learns each token at the next step: the call is written from here.
+      constraint = [this, inner = constraint](const std::vector<int32_t> &generated,
+                                              float *logits, int64_t vocab) {
+        fm::Status s = inner(generated, logits, vocab);
+        if (s)
+          followCall();
+        return s;
+      };
     }
   }
   if (loaded.bias.empty()) {
@@ -175,17 +186,52 @@ TextGuide::TextGuide(Loaded &loaded, fm::GenerateOptions *options)
   };
 }
 
-fm::Expected<int> TextGuide::finish(const fm::Generation &generation, bool leader) {
+bool TextGuide::write(std::string_view piece) {
+  if (!leader_)
+    return true;
+  if (!stream_)
+    return writeOut(piece);
+  return writeOut(stream_->push(piece)) && !writeFailed_;
+}
+
+void TextGuide::followCall() {
+  const fm::ToolCallDecoder *tools = guided_->tools();
+  if (!tools->inCall())
+    return;
+  stream_->close();
+  if (tools->finished() && !callWritten_)
+    writeCall();
+}
+
+void TextGuide::writeCall() {
+  callWritten_ = true;
+  if (!leader_)
+    return;
+  std::string line = stream_->atLineStart() ? "" : "\n";
+  line += guided_->tools()->callText() + "\n";
+  if (!writeOut(line))
+    writeFailed_ = true;
+}
+
+fm::Expected<int> TextGuide::finish(const fm::Generation &generation) {
   if (!constrained_)
     return 0;
   if (fm::Status s = constrained_->follow(generation.tokens); !s)
     return s;
-  if (!leader)
+  if (stream_) {
+    if (guided_->tools()->inCall()) {
+      stream_->close();
+      if (!callWritten_)
+        writeCall(); // complete, or cut short (the note below says so)
+    } else if (leader_ && !writeOut(stream_->rest() + "\n")) {
+      writeFailed_ = true;
+    }
+    if (writeFailed_)
+      return fm::Status::error("cannot write the output to stdout");
+  }
+  if (!leader_)
     return 0;
-  const Guided::Output out = guided_->output(generation.tokens);
-  if (guided_->printsAtEnd() && !writeOut(out.text + "\n"))
-    return fm::Status::error("cannot write the output to stdout");
-  return guided_->noteIfIncomplete(out, generation.tokens.size());
+  return guided_->noteIfIncomplete(guided_->output(generation.tokens), generation.tokens.size());
 }
 
 namespace {
@@ -197,11 +243,10 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
     return fail("--prompt-file " + args.promptFile + ": cannot read it");
   fm::Sampler sampler = makeSampler(args);
   fm::GenerateOptions options = generateOptions(args);
-  TextGuide guide(loaded, &options);
+  TextGuide guide(loaded, &options, leader);
   bool written = true;
   auto streamed = [&](std::string_view piece) {
-    if (leader && guide.streams())
-      written = writeOut(piece) && written;
+    written = guide.write(piece) && written;
     return true;
   };
   auto abortAll = [&](const std::string &message) {
@@ -220,9 +265,9 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
   if (!g)
     return abortAll(g.message());
   const double totalMs = msSince(t0);
-  if (leader && guide.streams() && isatty(STDOUT_FILENO))
+  if (leader && !guide.endsLine() && isatty(STDOUT_FILENO))
     writeOut("\n");
-  auto guided = guide.finish(*g, leader);
+  auto guided = guide.finish(*g);
   if (!guided)
     return abortAll(guided.message());
   if (!leader)

@@ -14,7 +14,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fmrun {
@@ -70,23 +72,39 @@ fm::Sampler makeSampler(const TextArgs &args);
 double peakRssMb();
 
 /// Guided generation in the text modes: the --logit-bias and then the constraint of one
-/// generation (one --prompt, one chat reply) hooked into its options. Without either it does
-/// nothing.
+/// generation (one --prompt, one chat reply) hooked into its options, and the output written to
+/// stdout (on the leader). Without either it writes the text as it comes.
 class TextGuide {
 public:
   /// Restarts the loaded guided constraint (if any) and hooks it, after the bias, into
-  /// `options`.
-  TextGuide(Loaded &loaded, fm::GenerateOptions *options);
-  /// The text streams to stdout as it is generated (not a --tools output, printed at the end).
-  bool streams() const { return !guided_ || !guided_->printsAtEnd(); }
-  /// After the generation: the constraint follows its last tokens; a --tools output is printed
-  /// (on the leader) as one line; returns 0, or kIncomplete (with a note) when the output is not
-  /// complete.
-  fm::Expected<int> finish(const fm::Generation &generation, bool leader);
+  /// `options`. `leader`: this process writes the output.
+  TextGuide(Loaded &loaded, fm::GenerateOptions *options, bool leader);
+  // The hook refers to this object.
+  TextGuide(const TextGuide &) = delete;
+  TextGuide &operator=(const TextGuide &) = delete;
+  /// Writes a piece of the generated text as it is generated: all of it, or with --tools the
+  /// free text as soon as no later text can make it the start of a call (the call itself is
+  /// written as one line once the constraint has it complete). False when stdout fails.
+  bool write(std::string_view piece);
+  /// The output ends its own line (--tools: the call's line, or the free text and a newline).
+  bool endsLine() const { return stream_.has_value(); }
+  /// After the generation: the constraint follows its last tokens; with --tools, what is left
+  /// of the output (the rest of the free text, or the call) is written and ends its line;
+  /// returns 0, or kIncomplete (with a note) when the output is not complete.
+  fm::Expected<int> finish(const fm::Generation &generation);
 
 private:
+  /// Once the constraint has the call: the free text is over; a finished call is written.
+  void followCall();
+  /// Writes the call as one line (after a newline when the free text left a line open).
+  void writeCall();
+
   Guided *guided_;
+  bool leader_;
   std::unique_ptr<fm::ConstrainedLogits> constrained_;
+  std::optional<fm::ToolCallStream> stream_; // --tools
+  bool callWritten_ = false;
+  bool writeFailed_ = false;
 };
 /// "[1, 17, 42]", for the --stats lines.
 std::string idsJson(const std::vector<int32_t> &ids);
