@@ -226,13 +226,15 @@ def main():
         for k, (q, g) in fmc.items():
             # The head at 8 bits (llama.cpp keeps output.weight at Q6_K).
             run([os.path.join(bin_, "fmc"), "compile", ckpt, "--quant", q, "--group", g,
-                 "--embed-bits", 8, "--context", context, "-o", paths[k]])
+                 "--embed-bits", 8, "--context", context, "-o", paths[k] + ".part"])
+            os.replace(paths[k] + ".part", paths[k])  # a rerun trusts whole files only
         shutil.rmtree(ckpt)
     if not all(os.path.exists(paths[k]) for k in llama):
         q8 = os.path.join(args.work, tag + "_q8_0.gguf")
         write_gguf(q8, args.layers, os.path.join(cache, "src"))
         for k, t in llama.items():
-            run([yardstick, "quantize", q8, paths[k], t, "--threads", 2])
+            run([yardstick, "quantize", q8, paths[k] + ".part", t, "--threads", 2])
+            os.replace(paths[k] + ".part", paths[k])
         os.remove(q8)
 
     # Weight bytes a decode step reads: all but the embedding table (one
