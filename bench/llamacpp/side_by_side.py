@@ -1,0 +1,320 @@
+#!/usr/bin/python3
+"""fmc against llama.cpp on one model, one machine, one run.
+
+The model is issue #16's: a random llama of 2.9B parameters (hidden 3072,
+26 layers, 24/8 heads of 128, FFN 8192, vocabulary 49152, untied head),
+drawn tensor by tensor from a seeded generator. fmc compiles its
+Hugging Face checkpoint (f16 safetensors); llama.cpp gets the same values
+as a GGUF (q/k rows permuted to llama.cpp's rope layout, as its
+convert_hf_to_gguf.py does, so both compute the same function), written
+as Q8_0 and then quantized by llama.cpp's own llama_model_quantize to
+Q4_0 and Q2_K (from Q8_0, not f16: it halves the disk the run needs; the
+speed of a format does not depend on its values).
+
+llama.cpp is the release node-llama-cpp 3.22.1 pins, from its npm packages
+(bench/llamacpp/fetch-llamacpp.sh): the prebuilt CPU libraries, with ggml
+choosing its backend for this CPU (AMX where there is AMX), driven by
+bench/llamacpp/llama_yardstick.cpp through libllama's C API, as llama-bench
+does: one llama_decode of the whole prompt (prefill), then tokens one at a
+time (decode), after a warm-up.
+
+Every round runs every configuration once, interleaved, with the read
+bandwidth probed (fm-stream-read) before each run at its thread count;
+medians over the rounds are printed, with each tool's decode GB/s (weight
+bytes x tokens/s) as a fraction of its own probe, and fmc against
+llama.cpp's Q4_0 (the issue's yardstick). Prints numbers, asserts none.
+
+Disk: the f16 checkpoint (5.8 GB) is deleted once fmc has compiled it, the
+Q8_0 GGUF (3.1 GB) once it is quantized; the artifacts (about 5 GB) stay in
+--work for reruns unless --clean.
+
+Usage: side_by_side.py [--build build] [--work /tmp/fm_llamacpp]
+                       [--threads 2] [--prompt 64] [--gen 32] [--rounds 3]
+                       [--layers 26] [--clean]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 3072, 24, 8, 128, 8192, 49152
+SEED = 16
+
+
+def run(cmd, **kw):
+    sys.stderr.write("+ %s\n" % " ".join(str(c) for c in cmd[:6]))
+    return subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.PIPE,
+                          text=True, **kw).stdout
+
+
+def cpu_model():
+    name, isa = "unknown", ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and name == "unknown":
+                name = value.strip()
+            elif key.strip() == "flags":
+                have = value.split()
+                isa = " ".join(x for x in ("avx2", "avx512f", "avx512_vnni", "amx_int8")
+                               if x in have)
+                break
+    return "%s (%s)" % (name, isa)
+
+
+# ----------------------------------------------------------------------------
+# The model: one tensor at a time, each from its own seeded stream, so the
+# checkpoint and the GGUF are drawn apart and hold the same values.
+
+
+def tensors(layers):
+    """[(hf_name, gguf_name, shape, kind)] in checkpoint order."""
+    out = [("model.embed_tokens.weight", "token_embd.weight", (VOCAB, HIDDEN), "embed")]
+    for i in range(layers):
+        p, g = "model.layers.%d." % i, "blk.%d." % i
+        out += [
+            (p + "input_layernorm.weight", g + "attn_norm.weight", (HIDDEN,), "norm"),
+            (p + "self_attn.q_proj.weight", g + "attn_q.weight", (HEADS * HEAD_DIM, HIDDEN), "q"),
+            (p + "self_attn.k_proj.weight", g + "attn_k.weight", (KV_HEADS * HEAD_DIM, HIDDEN), "k"),
+            (p + "self_attn.v_proj.weight", g + "attn_v.weight", (KV_HEADS * HEAD_DIM, HIDDEN), "proj"),
+            (p + "self_attn.o_proj.weight", g + "attn_output.weight", (HIDDEN, HEADS * HEAD_DIM), "proj"),
+            (p + "post_attention_layernorm.weight", g + "ffn_norm.weight", (HIDDEN,), "norm"),
+            (p + "mlp.gate_proj.weight", g + "ffn_gate.weight", (FFN, HIDDEN), "proj"),
+            (p + "mlp.up_proj.weight", g + "ffn_up.weight", (FFN, HIDDEN), "proj"),
+            (p + "mlp.down_proj.weight", g + "ffn_down.weight", (HIDDEN, FFN), "proj"),
+        ]
+    out += [("model.norm.weight", "output_norm.weight", (HIDDEN,), "norm"),
+            ("lm_head.weight", "output.weight", (VOCAB, HIDDEN), "embed")]
+    return out
+
+
+def values(index, shape, kind):
+    """The tensor's values as f16 (the checkpoint's dtype)."""
+    rng = np.random.default_rng([SEED, index])
+    if kind == "norm":
+        v = 1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)
+    elif kind == "embed":
+        v = rng.standard_normal(shape, dtype=np.float32) * np.float32(3.0 / math.sqrt(HIDDEN))
+    else:
+        v = rng.standard_normal(shape, dtype=np.float32) * np.float32(1.0 / math.sqrt(shape[1]))
+    return v.astype(np.float16)
+
+
+def write_checkpoint(out, layers):
+    os.makedirs(out, exist_ok=True)
+    specs = tensors(layers)
+    header, offset = {}, 0
+    for name, _, shape, _ in specs:
+        n = 2 * int(np.prod(shape))
+        header[name] = {"dtype": "F16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(blob)) + blob)
+        for i, (_, _, shape, kind) in enumerate(specs):
+            f.write(values(i, shape, kind).tobytes())
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+              "vocab_size": VOCAB, "hidden_size": HIDDEN, "num_hidden_layers": layers,
+              "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
+              "head_dim": HEAD_DIM, "intermediate_size": FFN, "rms_norm_eps": 1e-5,
+              "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu",
+              "max_position_embeddings": 2048}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f)
+
+
+def to_rope_pairs(w, heads):
+    """HF's q/k rows (rotate-half) in llama.cpp's order (adjacent pairs)."""
+    return (w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def q8_0(w):
+    """GGML's Q8_0 blocks (an f16 scale, then 32 int8) of an f32 matrix."""
+    blocks = w.reshape(-1, 32)
+    amax = np.abs(blocks).max(axis=1, keepdims=True)
+    d = amax / 127.0
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+    q = np.rint(blocks * inv).astype(np.int8)
+    out = np.empty((blocks.shape[0], 34), dtype=np.uint8)
+    out[:, :2] = d.astype(np.float16).view(np.uint8)
+    out[:, 2:] = q.view(np.uint8)
+    return out.reshape(w.shape[0], -1)
+
+
+def write_gguf(path, layers, src):
+    sys.path.insert(0, os.path.join(src, "gguf-py"))
+    import gguf  # llama.cpp's own GGUF writer, from the same release
+
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_context_length(2048)
+    w.add_embedding_length(HIDDEN)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(FFN)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_rope_dimension_count(HEAD_DIM)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(VOCAB)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    w.add_tokenizer_model("none")  # no vocabulary: token ids in, as fm-run --tokens
+    specs = tensors(layers)
+    for _, gname, shape, kind in specs:
+        if kind == "norm":
+            w.add_tensor_info(gname, shape, np.dtype(np.float32), 4 * shape[0])
+        else:
+            byte_shape = (shape[0], shape[1] // 32 * 34)
+            w.add_tensor_info(gname, byte_shape, np.dtype(np.uint8),
+                              byte_shape[0] * byte_shape[1], gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for i, (_, _, shape, kind) in enumerate(specs):
+        v = values(i, shape, kind).astype(np.float32)
+        if kind == "q":
+            v = to_rope_pairs(v, HEADS)
+        elif kind == "k":
+            v = to_rope_pairs(v, KV_HEADS)
+        w.write_tensor_data(v if kind == "norm" else q8_0(v))
+    w.close()
+
+
+# ----------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--work", default="/tmp/fm_llamacpp")
+    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/fmc/bench/llamacpp"))
+    ap.add_argument("--threads", default="2")
+    ap.add_argument("--prompt", type=int, default=64)
+    ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=26)
+    ap.add_argument("--clean", action="store_true", help="delete the models afterwards")
+    args = ap.parse_args()
+
+    bin_ = os.path.join(args.build, "bin")
+    cache = run([os.path.join(HERE, "fetch-llamacpp.sh"), args.cache]).strip().splitlines()[-1]
+    yardstick = os.path.join(cache, "bin", "llama_yardstick")
+    with open(os.path.join(cache, "release")) as f:
+        release = f.read().strip()
+    os.makedirs(args.work, exist_ok=True)
+    tag = "llama%d" % args.layers
+    fmc = {"fmc w2 g64": ("w2", 64), "fmc w4 g32": ("w4", 32)}
+    llama = {"llama.cpp Q2_K": "q2_k", "llama.cpp Q4_0": "q4_0"}
+    paths = {k: os.path.join(args.work, "%s_%s_g%d.fmb" % (tag, q, g)) for k, (q, g) in fmc.items()}
+    paths.update({k: os.path.join(args.work, "%s_%s.gguf" % (tag, t)) for k, t in llama.items()})
+    context = args.prompt + args.gen + 16
+
+    if not all(os.path.exists(paths[k]) for k in fmc):
+        ckpt = os.path.join(args.work, tag + "_hf")
+        write_checkpoint(ckpt, args.layers)
+        for k, (q, g) in fmc.items():
+            # The head at 8 bits (llama.cpp keeps output.weight at Q6_K).
+            run([os.path.join(bin_, "fmc"), "compile", ckpt, "--quant", q, "--group", g,
+                 "--embed-bits", 8, "--context", context, "-o", paths[k]])
+        shutil.rmtree(ckpt)
+    if not all(os.path.exists(paths[k]) for k in llama):
+        q8 = os.path.join(args.work, tag + "_q8_0.gguf")
+        write_gguf(q8, args.layers, os.path.join(cache, "src"))
+        for k, t in llama.items():
+            run([yardstick, "quantize", q8, paths[k], t, "--threads", 2])
+        os.remove(q8)
+
+    # Weight bytes a decode step reads: all but the embedding table (one
+    # row of it is gathered; the head is untied).
+    read = {}
+    for k in fmc:
+        info = json.loads(run([os.path.join(bin_, "fmc"), "inspect", "--json", paths[k]]))
+        read[k] = sum(w["bytes"] for w in info["weights"]
+                      if w["name"] != "model.embed_tokens.weight")
+    sys.path.insert(0, os.path.join(cache, "src", "gguf-py"))
+    import gguf
+    for k in llama:
+        r = gguf.GGUFReader(paths[k])
+        read[k] = sum(int(t.n_bytes) for t in r.tensors if t.name != "token_embd.weight")
+        del r
+
+    threads = [int(t) for t in args.threads.split(",")]
+    prompt = ",".join(str(1 + (i * 7919) % (VOCAB - 1)) for i in range(args.prompt))
+    order = list(llama) + list(fmc)
+    res = {(k, t): [] for k in order for t in threads}
+
+    def warm(path):
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+    system = ""
+    for _ in range(args.rounds):
+        for t in threads:
+            for k in order:
+                warm(paths[k])
+                bw = json.loads(run([os.path.join(bin_, "fm-stream-read"), 1024, t, 5])
+                                .strip().splitlines()[-1])["read_gb_per_s"]
+                if k in llama:
+                    r = json.loads(run([yardstick, "bench", paths[k], "--threads", t,
+                                        "--prompt", args.prompt, "--gen", args.gen,
+                                        "--reps", 1]).strip().splitlines()[-1])
+                    system = r["system"]
+                    row = (r["prefill_tok_s"], r["decode_tok_s"], read[k], r["load_s"] * 1e3)
+                else:
+                    r = json.loads(run([os.path.join(bin_, "fm-run"), paths[k], "--threads", t,
+                                        "--stats", "--tokens", prompt, "--max-new-tokens",
+                                        args.gen + 1]).strip().splitlines()[-1])
+                    row = (r["prefill_tokens_per_s"], r["decode_tokens_per_s"],
+                           read[k], r["load_ms"] + r["gemm_repack_ms"])
+                res[(k, t)].append(row + (bw,))
+
+    print("fmc vs llama.cpp %s (node-llama-cpp 3.22.1's prebuilt CPU libraries): %s"
+          % (release, cpu_model()))
+    print("llama.cpp's backend: %s" % system.strip())
+    print("model: random llama, %d layers, hidden %d, FFN %d, vocab %d; prompt %d, "
+          "decode %d tokens; medians of %d interleaved rounds"
+          % (args.layers, HIDDEN, FFN, VOCAB, args.prompt, args.gen, args.rounds))
+    print("load: model load and context/session creation; fmc's includes the one-time "
+          "GEMM repack (llama.cpp repacks at load)\n")
+    print("GB: weight bytes a decode step reads (all but the embedding table)\n")
+    print("| threads | | GB | prefill tok/s | decode tok/s | decode GB/s / read GB/s | load ms |"
+          " prefill / Q4_0 | decode / Q4_0 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for t in threads:
+        med = {}
+        for k in order:
+            rows = res[(k, t)]
+            pp = statistics.median(r[0] for r in rows)
+            tg = statistics.median(r[1] for r in rows)
+            frac = statistics.median(r[1] * r[2] / 1e9 / r[4] for r in rows)
+            load = statistics.median(r[3] for r in rows)
+            med[k] = (pp, tg, rows[0][2] / 1e9, frac, load)
+        base = med["llama.cpp Q4_0"]
+        for k in order:
+            pp, tg, gb, frac, load = med[k]
+            print("| %d | %s | %.2f | %.1f | %.1f | %.2f | %.0f | %.2f | %.2f |"
+                  % (t, k, gb, pp, tg, frac, load, pp / base[0], tg / base[1]))
+    print("\nread bandwidth (fm-stream-read, 1 GiB), median of the probes: %s GB/s"
+          % ", ".join("%d threads %.1f" % (t, statistics.median(r[4] for k in order
+                                                               for r in res[(k, t)]))
+                      for t in threads))
+    if args.clean:
+        for p in paths.values():
+            os.remove(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
