@@ -1,15 +1,14 @@
 # The two commands that set up everything on a fresh machine:
 #   make demo   install deps, build, run the main job on the bundled example
 #   make check  install deps, build, run every test
-#   make check-sanitize  the whole project and its tests under ASan + UBSan,
-#               the runtime's threaded tests under TSan (separate builds)
-#   make check-sanitize-runtime  CI's sanitizer run: the whole project under
-#               ASan + UBSan (tests sampled, lit, corruption), TSan threaded tests
+#   make check-sanitize  CI's sanitizer run: the whole project under ASan +
+#               UBSan (its tests, the fuzz targets, lit, the corruption test;
+#               the slowest tests sampled), the threaded tests under TSan
 BUILD ?= build
 JOBS  ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
 
-.PHONY: all deps configure build check check-sanitize check-sanitize-runtime demo docs clean
+.PHONY: all deps configure build check check-sanitize demo docs clean
 
 all: build
 
@@ -24,19 +23,17 @@ configure: $(BUILD)/build.ninja
 build: deps configure
 	ninja -C $(BUILD) -j$(JOBS)
 
-# SANITIZE=1 adds the runtime's sanitizer runs to check (about 15 min more on
-# 2 cores, measured: README); .ci/run runs check, then check-sanitize-runtime.
+# SANITIZE=1 adds the sanitizer runs to check (measured: README); .ci/run
+# runs check, then check-sanitize.
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 ifeq ($(SANITIZE),1)
-	JOBS=$(JOBS) bash scripts/check-sanitize-runtime.sh $(BUILD)
+	JOBS=$(JOBS) bash scripts/check-sanitize.sh $(BUILD)
 endif
 
-check-sanitize-runtime: build
-	JOBS=$(JOBS) bash scripts/check-sanitize-runtime.sh $(BUILD)
-
-check-sanitize: deps
-	JOBS=$(JOBS) bash scripts/check-sanitize.sh $(BUILD)-sanitize $(BUILD)-tsan
+# The plain build only for its lit (scripts/check-sanitize.sh).
+check-sanitize: deps configure
+	JOBS=$(JOBS) bash scripts/check-sanitize.sh $(BUILD)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

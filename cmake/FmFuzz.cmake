@@ -1,36 +1,40 @@
 # libFuzzer targets, registered in one place each and run as ctests under one
 # time budget.
 #
+#   fm_fuzz_library(<lib> <name>)
 #   fm_fuzz_target(<name> SOURCES <cpp>... LIBS <lib>... CORPUS <dir>
 #                  [DICT <file>] [EXE <executable name>] [ARGS <arg>...])
 #
-# builds <name>_fuzz (or EXE) from SOURCES with -fsanitize=fuzzer,address
-# (the LIBS it tests should be instrumented too: fm_instrumented_variant in
-# cmake/FmLayers.cmake) and records it; at the end of the configure step
-# (a deferred call of the top directory) every recorded target becomes the
-# test fuzz.<name>: the target runs from its committed seed CORPUS (new
-# inputs go to a scratch directory of the build, never into the
-# repository) for
+# The fuzz targets are built in the ASan + UBSan build only
+# (FM_SANITIZE=address,undefined: `make check-sanitize`), from that build's
+# own objects: fm_fuzz_library adds libFuzzer's coverage instrumentation
+# (-fsanitize=fuzzer-no-link) to a library a fuzzer tests and names it
+# <name> for the LIBS of fm_fuzz_target, and fm_fuzz_target links its
+# SOURCES with -fsanitize=fuzzer. So no source is compiled twice: the plain
+# build compiles each library once and builds no fuzzer (it spent 29% of its
+# cold compile on instrumented copies), and the ASan build compiles each
+# once, its tests and fuzzers on the same objects. The fuzzers run with
+# UBSan too, and with the runtime's heap arenas (FM_HEAP_HOST_MEMORY), so
+# that an overrun traps. Each target is recorded; at the end of the
+# configure step (a deferred call of the top directory) every recorded
+# target becomes the test fuzz.<name>: the target runs from its committed
+# seed CORPUS (new inputs go to a scratch directory of the build, never into
+# the repository) for
 #   min(FM_FUZZ_SECONDS, FM_FUZZ_TOTAL_SECONDS / number of targets)
 # seconds, so that all fuzzers together stay within the total however many
 # the other layers add. A crash, leak or timeout fails the test; libFuzzer
 # writes the input (crash-<sha1>) into the build directory: fix the bug and
 # commit that input to CORPUS as a regression seed.
 #
-# Skipped without clang's libFuzzer, and in sanitizer builds (FM_SANITIZE):
-# the plain build already runs every fuzzer under ASan.
+# Skipped without clang's libFuzzer, and in every build but ASan's.
 if(COMMAND fm_fuzz_target)
   return()
 endif()
-# fm_instrumented_variant, for the libraries a fuzzer tests.
-include(${CMAKE_CURRENT_LIST_DIR}/FmLayers.cmake)
-
 set(FM_FUZZ_SECONDS 30 CACHE STRING "most seconds one fuzz target runs in ctest")
 # 260 s of fuzzing leaves room for each target's start (loading its corpus)
 # and final report inside 5 minutes of ctest.
 set(FM_FUZZ_TOTAL_SECONDS 260 CACHE STRING
     "seconds all fuzz targets together run in ctest")
-set(FM_FUZZ_FLAGS -fsanitize=fuzzer,address -g -O1)
 
 include(CheckCXXSourceCompiles)
 set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address")
@@ -40,15 +44,26 @@ check_cxx_source_compiles(
   FM_HAVE_LIBFUZZER)
 unset(CMAKE_REQUIRED_FLAGS)
 unset(CMAKE_REQUIRED_LINK_OPTIONS)
-if(FM_SANITIZE)
+if(NOT FM_SANITIZE MATCHES "address")
   set(FM_FUZZ_ENABLED OFF)
-  message(STATUS "fmc: fuzz targets skipped in the sanitizer build (the plain build runs them under ASan)")
+  message(STATUS "fmc: fuzz targets not built here (the ASan build of `make check-sanitize` builds and runs them)")
 elseif(NOT FM_HAVE_LIBFUZZER)
   set(FM_FUZZ_ENABLED OFF)
   message(STATUS "fmc: libFuzzer not available (clang + libclang-rt); fuzz targets skipped")
 else()
   set(FM_FUZZ_ENABLED ON)
 endif()
+
+# fm_fuzz_library: see above. <name> is an interface target, so that the
+# LIBS of a fuzzer say which libraries carry the coverage it is guided by.
+function(fm_fuzz_library lib name)
+  if(NOT FM_FUZZ_ENABLED)
+    return()
+  endif()
+  target_compile_options(${lib} PRIVATE -fsanitize=fuzzer-no-link)
+  add_library(${name} INTERFACE)
+  target_link_libraries(${name} INTERFACE ${lib})
+endfunction()
 
 # fm_fuzz_target: see above.
 function(fm_fuzz_target name)
@@ -64,8 +79,9 @@ function(fm_fuzz_target name)
     set(exe ${ARG_EXE})
   endif()
   add_executable(${exe} ${ARG_SOURCES})
-  target_compile_options(${exe} PRIVATE ${FM_FUZZ_FLAGS})
-  target_link_options(${exe} PRIVATE -fsanitize=fuzzer,address)
+  # ASan and UBSan come from the build's own flags (cmake/FmSanitize.cmake).
+  target_compile_options(${exe} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${exe} PRIVATE -fsanitize=fuzzer)
   target_link_libraries(${exe} PRIVATE ${ARG_LIBS})
   set(args ${ARG_ARGS})
   if(ARG_DICT)

@@ -1,36 +1,115 @@
 #!/usr/bin/env bash
-# `make check-sanitize`: the whole project (compiler included) under ASan +
-# UBSan with every unit, lit and e2e test, then the runtime's threaded tests
-# under TSan (scripts/check-tsan.sh). Every sanitizer report fails its test
-# (scripts/sanitize-env.sh); there are no suppressions. The runtime's
-# arenas, caches and scratch are heap blocks of their exact size there
-# (FM_HEAP_HOST_MEMORY), so that overruns trap. `.ci/run` runs a sampled
-# version of this (scripts/check-sanitize-runtime.sh: the same ASan build,
-# the slowest data-driven tests on 1/4 of their cases; see the README).
+# `make check-sanitize`, the sanitizer part of CI (.ci/run), sized for its 2
+# cores: the whole project (compiler and runtime; MLIR and LLVM are Debian's
+# prebuilt, uninstrumented libraries, so only fmc's own code is checked)
+# under ASan + UBSan, with
+#   1. every test of that build (kernels, loader, executor, sessions,
+#      tokenizer, chat templates, images, grammars, adapters, the compiler's
+#      unit tests) and every libFuzzer target (fuzz.*: they are built only
+#      here, on this build's objects; cmake/FmFuzz.cmake),
+#   2. the lit tests (test/: dialects, passes, import, targets, adapters and
+#      the end-to-end runs against the numpy reference) with this build's
+#      fmc, fm-opt and fm-run,
+#   3. the corruption test (test/corrupt/flip_bytes.py) with this fmc,
+#      fm-run and loader: a changed byte is a clean error or a clean run, and
+#      touches no byte it must not;
+# and the threaded tests under TSan (scripts/check-tsan.sh). The runtime's
+# arenas, caches and scratch are heap blocks of their exact size in these
+# builds (FM_HEAP_HOST_MEMORY), so that overruns trap. Every sanitizer
+# report fails its test (scripts/sanitize-env.sh); there are no
+# suppressions.
 #
-#   scripts/check-sanitize.sh [ASAN_BUILD [TSAN_BUILD]]
-#     (default build-sanitize and build-tsan; JOBS, default 2)
-# Prints its time at the end; the fuzz targets are not built here (the
-# plain build runs them under ASan), nor the benchmarks.
+# Sized by measurement (the README has the numbers): both builds at -O1
+# (cmake/FmSanitize.cmake), built side by side so that neither core idles
+# in the other's links; only what the stages below run is built (not the
+# benchmarks, nor the NEON cross-builds); the tests two at a time;
+# the slowest data-driven tests sampled (FM_TEST_SAMPLE);
+# the corruption test on fewer fm-run offsets (FLIP_RUN_EVERY) and image
+# bytes (FLIP_IMAGE_STRIDE) than the plain build's corrupt.flips, which runs
+# the whole set. PLAIN_BUILD gives lit (its CMakeCache's LLVM_LIT).
+# Unsampled, by hand:
+#   FM_TEST_SAMPLE=1 FLIP_RUN_EVERY=1 FLIP_IMAGE_STRIDE=1 make check-sanitize
+#
+#   scripts/check-sanitize.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]
+#     (default PLAIN_BUILD-asan and PLAIN_BUILD-tsan; JOBS, default 2;
+#      KEEP_GOING=1 runs every stage after a failing one, and fails at the end)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-ASAN_BUILD=${1:-$SRC/build-sanitize}
-TSAN_BUILD=${2:-$SRC/build-tsan}
+PLAIN=$(cd "${1:?usage: check-sanitize.sh PLAIN_BUILD [ASAN_BUILD [TSAN_BUILD]]}" && pwd)
+# Absolute: lit runs the e2e tests in their own directories, where a
+# relative fm_run_dir would silently leave PLAIN_BUILD's fm-run on the PATH.
+ASAN_BUILD=$(mkdir -p "${2:-$PLAIN-asan}" && cd "${2:-$PLAIN-asan}" && pwd)
+TSAN_BUILD=$(mkdir -p "${3:-$PLAIN-tsan}" && cd "${3:-$PLAIN-tsan}" && pwd)
 JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
 start=$(date +%s)
+failed=""
+stage() { # NAME COMMAND...: runs it; a failure stops here unless KEEP_GOING=1
+  if ! "${@:2}"; then
+    [ "${KEEP_GOING:-0}" = 1 ] || { echo "check-sanitize: $1 failed" >&2; exit 1; }
+    failed="$failed $1"
+  fi
+}
 
-echo "check-sanitize: ASan + UBSan build in $ASAN_BUILD"
+echo "check-sanitize: ASan + UBSan build in $ASAN_BUILD, TSan in $TSAN_BUILD"
 mkdir -p "$ASAN_BUILD"
 cmake -G Ninja -S "$SRC" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
-  -DFM_SANITIZE=address,undefined -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$ASAN_BUILD/configure.log" 2>&1 \
+  -DFM_WITH_MPI=OFF -DFM_SANITIZE=address,undefined \
+  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$ASAN_BUILD/configure.log" 2>&1 \
   || { cat "$ASAN_BUILD/configure.log"; exit 1; }
-ninja -C "$ASAN_BUILD" -j"$JOBS"
+JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
+# The targets of `all` (each directory's expanded) but what no stage below
+# runs: the benchmarks (bench/, *-bench, fm-gemm-yardstick, fm-stream-read:
+# timings mean nothing here), the NEON cross-builds and checks
+# (test/unit/neon, fm_vision_neon_check: uninstrumented, their qemu tests are
+# left out below) and the example app (no test). awk reads all of ninja's
+# output (an early exit would leave ninja writing into a closed pipe).
+inputs() { ninja -C "$ASAN_BUILD" -t query "$1" | awk '/^  outputs:/ {out = 1} !out && /^    / {print $1}'; }
+leaves() { inputs "$1" | while read -r t; do
+  case "$t" in */all) leaves "$t" ;; *) echo "$t" ;; esac
+done; }
+ASAN_TARGETS=$(leaves all | grep -Ev '^(bench/|test/unit/neon/)|/(fm_vision_neon_check|fm-gemm-yardstick|fm-stream-read|fm-example-generate|[^/]*-bench)$')
+# Both builds at once, each with JOBS jobs: while one links (one job), the
+# other compiles.
+ninja -C "$ASAN_BUILD" -j"$JOBS" $ASAN_TARGETS > "$ASAN_BUILD/build.log" 2>&1 &
+asan_pid=$!
+tsan_ok=1
+JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" build > "$TSAN_BUILD/build.log" 2>&1 \
+  || tsan_ok=0
+asan_ok=1
+wait "$asan_pid" || asan_ok=0
+[ "$asan_ok" = 1 ] || { tail -50 "$ASAN_BUILD/build.log"; echo "check-sanitize: ASan build failed" >&2; exit 1; }
+[ "$tsan_ok" = 1 ] || { tail -50 "$TSAN_BUILD/build.log"; echo "check-sanitize: TSan build failed" >&2; exit 1; }
 built=$(date +%s)
-(cd "$ASAN_BUILD" && ctest --output-on-failure -j1)
-tested=$(date +%s)
+# Left out: the tests that run no fmc code (python's own checks, ptxas on
+# the CUDA sources, the NEON check's uninstrumented cross-build under qemu,
+# the layering grep, the standalone runtime rebuild), runtime.mpi (this
+# build has no MPI), the vision benchmark,
+# and the tests the stages below run their own way (lit, corrupt.flips).
+# Two at a time: most are single-threaded (one process after another), and
+# the threaded ones have serial stretches. FM_TEST_SAMPLE (default 4) has the
+# slowest data-driven tests (the JSON Schema suite, fm-run's guided modes,
+# constrained generation) run 1/N of their cases: each case costs ~30x
+# under ASan, every code path still runs, and the plain build runs them all.
+stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi)$'
+units=$(date +%s)
 
-JOBS=$JOBS bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD"
+# Every lit test with this build's fmc, fm-opt and fm-run (its
+# lit.site.cfg's tools dir), the e2e runs included. MPI (not in this build)
+# and the tests on a Vulkan device (lavapipe, an uninstrumented driver; the
+# plain run has them) are left out.
+LIT=$(sed -n 's/^LLVM_LIT:FILEPATH=//p' "$PLAIN/CMakeCache.txt")
+stage lit "$LIT" -sv -j"$JOBS" --filter-out 'fm :: gpu/|mpi|device' "$ASAN_BUILD/test"
+lit_done=$(date +%s)
+stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$ASAN_BUILD/bin/fmc" \
+  --work "$ASAN_BUILD/flips" --offsets "${FLIP_OFFSETS:-500}" --run-every "${FLIP_RUN_EVERY:-5}" \
+  --image-stride "${FLIP_IMAGE_STRIDE:-4}"
+flips=$(date +%s)
+
+stage tsan env JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" test
 done_=$(date +%s)
-echo "check-sanitize: passed in $((done_ - start)) s (ASan+UBSan build $((built - start)) s," \
-     "tests $((tested - built)) s; TSan build and tests $((done_ - tested)) s)"
+echo "check-sanitize: $([ -z "$failed" ] && echo passed || echo "FAILED ($failed )")" \
+     "in $((done_ - start)) s (ASan+UBSan and TSan builds $((built - start)) s, ASan tests $((units - built)) s," \
+     "lit $((lit_done - units)) s, flips $((flips - lit_done)) s, TSan tests $((done_ - flips)) s)"
+[ -z "$failed" ]

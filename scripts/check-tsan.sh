@@ -8,7 +8,7 @@
 #
 #   scripts/check-tsan.sh [TSAN_BUILD [STEP]]   (default build-tsan; JOBS, default 2)
 # STEP is configure, build, test or all (the default);
-# check-sanitize-runtime.sh runs the steps apart, to build beside ASan.
+# check-sanitize.sh runs the steps apart, to build beside ASan.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 TSAN_BUILD=${1:-$SRC/build-tsan}

@@ -1,6 +1,6 @@
-# Sourced by the sanitizer scripts (check-sanitize.sh, check-sanitize-runtime.sh,
-# check-tsan.sh): every report aborts its process (a signal: `not` and the
-# test scripts see a crash, not a clean error exit), so that it fails its test.
+# Sourced by the sanitizer scripts (check-sanitize.sh, check-tsan.sh): every
+# report aborts its process (a signal: `not` and the test scripts see a
+# crash, not a clean error exit), so that it fails its test.
 #
 # detect_stack_use_after_return costs little at -O1. allow_user_poisoning=0
 # is the one relaxation: LLVM's BumpPtrAllocator poisons its slabs in header

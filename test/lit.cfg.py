@@ -12,7 +12,7 @@ config.test_exec_root = os.path.join(config.fm_obj_root, "test")
 
 # `lit --param fm_run_dir=DIR`: the runtime's tools (fm-run, ...) from DIR ahead
 # of this build's, e.g. a sanitizer build's over this build's fmc
-# (scripts/check-sanitize-runtime.sh).
+# (scripts/check-sanitize.sh).
 _fm_run_dir = lit_config.params.get("fm_run_dir")
 config.environment["PATH"] = os.pathsep.join(
     ([_fm_run_dir] if _fm_run_dir else []) +

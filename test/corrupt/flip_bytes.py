@@ -23,7 +23,7 @@ Prints a summary per pass; exits 1 on any violation. Usage:
                 [--run-every 1] [--image-stride 1]
 --run-every K runs fm-run (1 and 2) on every K-th offset only, and
 --image-stride S gives fm_flip_check every S-th byte of the executable: the
-sanitizer run (scripts/check-sanitize-runtime.sh) uses them to spend its
+sanitizer run (scripts/check-sanitize.sh) uses them to spend its
 time where ASan sees most, the loader without the digest (an ASan fm-run
 takes about 100 ms, fm_flip_check about 6 ms an offset); corrupt.flips, in
 the plain build, runs the whole set.

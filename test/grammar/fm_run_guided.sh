@@ -6,7 +6,7 @@
 # (required, and auto) by the validator against the tool's parameters; a --max-new-tokens cut
 # exits 3 with a note; bad options are clear errors.
 # Usage: fm_run_guided.sh FM_RUN FM_GRAMMAR MAKE_MODEL KERNELS.so TOKENIZER_DIR WORK PYTHON SCHEMA_DIR
-# FM_TEST_SAMPLE=N (the sanitizer run, scripts/check-sanitize-runtime.sh) runs 1/N of each loop's
+# FM_TEST_SAMPLE=N (the sanitizer run, scripts/check-sanitize.sh) runs 1/N of each loop's
 # seeds (at least one): every mode and schema still runs, at a fraction of the ASan time.
 set -euo pipefail
 fmrun="$1" fmgrammar="$2" make="$3" kernels="$4" tok="$5" work="$6" python="$7" schemas="$8"

@@ -7,7 +7,7 @@ exactly the valid ones. Cases listed in the exclusions file (tab-separated: file
 description, test description, reason) are skipped; an exclusion that no longer fails is an
 error too, so the file stays true. Prints the pass counts per file and in total.
 
-FM_TEST_SAMPLE=N (the sanitizer run, scripts/check-sanitize-runtime.sh) runs the first test of
+FM_TEST_SAMPLE=N (the sanitizer run, scripts/check-sanitize.sh) runs the first test of
 every group (so every schema is compiled) and every Nth test besides: under ASan a case costs
 about 30 times what it does here, and the plain build still runs them all. The exclusions are
 then only checked for the cases run.
