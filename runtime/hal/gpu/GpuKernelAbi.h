@@ -118,4 +118,23 @@ struct LoraUpPush {
   float scale;
 };
 
+/// One adapter term of the fused LoRA matmul (shaders/matmul.comp with LORA).
+struct LoraMatmulTerm {
+  uint32_t bOff;  // byte of Bᵀ's row 0 in its binding
+  int32_t col0;   // the term's first column, relative to the dispatch's
+  uint32_t rows;  // its columns (Bᵀ's row length)
+  uint32_t tColR; // t's first column | rank << 16 (rank 0: no term)
+  uint32_t group; // 0: f16 Bᵀ; else the 8-bit rows' group
+  float scale;
+};
+/// The fused LoRA matmul's push constants: matmul.comp's, t's layout and
+/// up to kLoraTerms terms (124 bytes, within the 128 Vulkan guarantees).
+constexpr int kLoraTerms = 3;
+struct LoraMatmulPush {
+  MatmulPush base;
+  uint32_t tOff, tStride;
+  LoraMatmulTerm term[kLoraTerms];
+};
+static_assert(sizeof(LoraMatmulPush) == 124, "matmul.comp's LORA push constants");
+
 } // namespace fm::hal::gpu

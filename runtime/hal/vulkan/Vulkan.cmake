@@ -8,6 +8,9 @@ set(FM_VULKAN_SHADERS
   "matmul_f32|matmul.comp|-DWKIND=0"
   "matmul_f16|matmul.comp|-DWKIND=1"
   "matmul_q|matmul.comp|-DWKIND=2"
+  "matmul_lora_f32|matmul.comp|-DWKIND=0 -DLORA=1"
+  "matmul_lora_f16|matmul.comp|-DWKIND=1 -DLORA=1"
+  "matmul_lora_q|matmul.comp|-DWKIND=2 -DLORA=1"
   "embed_f32|embed.comp|-DWKIND=0"
   "embed_f16|embed.comp|-DWKIND=1"
   "embed_q|embed.comp|-DWKIND=2"
@@ -23,6 +26,8 @@ set(FM_VULKAN_SHADERS
   "moe_down_f16|moe_down.comp|-DWKIND=1"
   "moe_down_q|moe_down.comp|-DWKIND=2"
   "moe_combine|moe_combine.comp|"
+  # The unfused up product: the Metal device's (its table must be a subset
+  # of this one); the Vulkan device fuses it into matmul_lora_*.
   "lora_up_f16|lora_up.comp|-DWKIND=1"
   "lora_up_q|lora_up.comp|-DWKIND=2"
   "bias_act|bias_act.comp|"
@@ -79,6 +84,7 @@ set(_sources
   VulkanExecutable.cpp
   VulkanKernels.cpp
   VulkanLora.cpp
+  VulkanMatmulPlan.cpp
   VulkanMoe.cpp
   VulkanPipelines.cpp
   VulkanQueue.cpp

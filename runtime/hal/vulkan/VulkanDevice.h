@@ -59,6 +59,10 @@ public:
 
   /// The device scratch of QueueOptions::scratchBytes (null when 0).
   VulkanBuffer *scratch() const { return scratch_.get(); }
+  /// Dispatches and barriers recorded since the queue was made (the tests
+  /// count what a kernel costs).
+  uint64_t dispatches() const { return dispatches_; }
+  uint64_t barriers() const { return barriers_; }
 
   /// Records a dispatch of `p` with `set` and `push` (p.pushBytes bytes);
   /// after a barrier on everything recorded before, unless `independent`
@@ -87,6 +91,7 @@ private:
   VkQueryPool queries_ = VK_NULL_HANDLE;
   bool recording_ = false, dirty_ = false;
   double deviceMs_ = 0.0;
+  uint64_t dispatches_ = 0, barriers_ = 0;
   std::unique_ptr<VulkanBuffer> scratch_;
 };
 

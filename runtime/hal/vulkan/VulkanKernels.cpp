@@ -5,6 +5,7 @@
 #include "hal/vulkan/VulkanDevice.h"
 #include "hal/vulkan/VulkanExecutable.h"
 #include "hal/vulkan/VulkanKernelUtil.h"
+#include "hal/vulkan/VulkanMatmulPlan.h"
 
 #include <chrono>
 #include <cstring>
@@ -138,7 +139,8 @@ private:
 
 /// One dispatch per (weight block, rows chunk): adjacent weights of one
 /// layout are one block (as on the CPU); a block larger than one binding is
-/// split by weight rows, and activations larger than one binding by rows.
+/// split by weight rows, and activations larger than one binding by rows
+/// (planMatmul, VulkanMatmulPlan.h).
 class MatmulKernel final : public Kernel {
 public:
   static Expected<std::unique_ptr<Kernel>> make(VulkanDevice &dev, const MatmulDesc &d) {
@@ -166,85 +168,26 @@ private:
   explicit MatmulKernel(std::shared_ptr<VulkanContext> ctx) : sets_(std::move(ctx)) {}
 
   Status init(VulkanDevice &dev, const MatmulDesc &d) {
-    VulkanContext &ctx = dev.context();
-    // Blocks of adjacent weights in one layout.
-    struct Block {
-      const WeightDesc *w;
-      WeightBinding b;
-      int64_t rows, col0;
-      uint64_t bytes;
-    };
-    std::vector<Block> blocks;
-    int64_t col = 0;
-    for (size_t i = 0; i < d.weights.size(); ++i) {
-      const WeightDesc &w = d.weights[i];
-      WeightBinding b(w);
-      const int64_t rows = w.shape[0];
-      if (!blocks.empty() && blocks.back().w->buffer == w.buffer &&
-          blocks.back().w->offset + blocks.back().bytes == w.offset &&
-          blocks.back().b.sameAs(b)) {
-        blocks.back().rows += rows;
-        blocks.back().bytes += w.bytes;
-      } else {
-        blocks.push_back({&w, b, rows, col, w.bytes});
-      }
-      col += rows;
-    }
-    // Activation rows per binding.
-    const int64_t mChunk = std::min(rowsPerBinding(ctx, d.x), rowsPerBinding(ctx, d.y));
-    if (mChunk <= 0)
-      return Status::error("vulkan: matmul activation rows exceed one binding");
-    for (const Block &blk : blocks) {
-      const uint32_t rowElems = blk.b.rowElems(*blk.w, d.k);
-      const uint64_t rowBytes = uint64_t(rowElems) * blk.b.elemSize;
-      const uint64_t room = ctx.maxRange() - ctx.offsetAlignment();
-      if (rowBytes > room)
-        return Status::error("vulkan: a row of weight '" + blk.w->name +
-                             "' exceeds one storage-buffer binding");
-      const int64_t nChunk = int64_t(room / rowBytes);
-      auto pipeline = dev.pipelines().get("matmul_" + blk.b.suffix, 3, sizeof(MatmulPush),
-                                          blk.b.spec);
+    auto plan = planMatmul(dev.context(), d);
+    if (!plan)
+      return plan.status();
+    for (const MatmulPart &mp : *plan) {
+      auto pipeline =
+          dev.pipelines().get("matmul_" + mp.b.suffix, 3, sizeof(MatmulPush), mp.b.spec);
       if (!pipeline)
         return pipeline.status();
-      for (int64_t n0 = 0; n0 < blk.rows; n0 += nChunk) {
-        const int64_t n = std::min(nChunk, blk.rows - n0);
-        auto w = bindRange(ctx, vbuf(blk.w->buffer), blk.w->offset + uint64_t(n0) * rowBytes,
-                           uint64_t(n) * rowBytes, blk.b.elemSize,
-                           "weight '" + blk.w->name + "'");
-        if (!w)
-          return w.status();
-        for (int64_t m0 = 0; m0 < d.maxRows; m0 += mChunk) {
-          const int64_t m = std::min(mChunk, d.maxRows - m0);
-          auto x = bindRows(ctx, d.x, m0, m, "matmul input");
-          auto y = bindRows(ctx, d.y, m0, m, "matmul output");
-          if (!x)
-            return x.status();
-          if (!y)
-            return y.status();
-          auto set = sets_.make(**pipeline, {*x, *w, *y});
-          if (!set)
-            return set.status();
-          Part part;
-          part.pipeline = *pipeline;
-          part.set = *set;
-          part.m0 = m0;
-          part.rows = m;
-          part.push = {x->elem,
-                       uint32_t(d.x.stride),
-                       y->elem + uint32_t(blk.col0 + n0),
-                       uint32_t(d.y.stride),
-                       w->elem,
-                       rowElems,
-                       uint32_t(d.k),
-                       uint32_t(n),
-                       0,
-                       0,
-                       d.accumulate ? 1u : 0u};
-          foldTiles(ceilDiv(uint64_t(n), kTeams), &part.gx, &part.gy);
-          part.push.tilesX = part.gx;
-          parts_.push_back(part);
-        }
-      }
+      auto set = sets_.make(**pipeline, {mp.x, mp.wr, mp.y});
+      if (!set)
+        return set.status();
+      Part part;
+      part.pipeline = *pipeline;
+      part.set = *set;
+      part.m0 = mp.m0;
+      part.rows = mp.rows;
+      part.push = mp.push;
+      part.gx = mp.gx;
+      part.gy = mp.gy;
+      parts_.push_back(part);
     }
     return Status::ok();
   }
@@ -561,8 +504,7 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<Kernel>> makeMoeKernel(VulkanDevice &dev, const MoeDesc &d);
-Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d,
-                                                 std::unique_ptr<Kernel> base);
+Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d);
 Expected<std::unique_ptr<Kernel>> makeMatmulEpilogue(VulkanDevice &dev, const MatmulDesc &d,
                                                      std::unique_ptr<Kernel> base);
 
@@ -570,9 +512,8 @@ Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareEmbed(const EmbedDesc &d)
   return EmbedKernel::make(*this, d);
 }
 Expected<std::unique_ptr<Kernel>> VulkanDevice::prepareMatmul(const MatmulDesc &d) {
-  auto base = MatmulKernel::make(*this, d);
-  if (base && !d.lora.empty()) // adapters: their side path after it (VulkanLora.cpp)
-    base = makeLoraMatmul(*this, d, std::move(*base));
+  // Adapters: the fused LoRA matmul in its place (VulkanLora.cpp).
+  auto base = d.lora.empty() ? MatmulKernel::make(*this, d) : makeLoraMatmul(*this, d);
   if (!base || (!d.bias.present() && d.activation == Activation::None))
     return base;
   // The image encoders' bias and GELU: an epilogue after it (VulkanVision.cpp).

@@ -1,13 +1,19 @@
 // The Vulkan device's matmul with LoRA side paths (MatmulDesc::lora), the
-// GPU mirror of hal/cpu/CpuLora.cpp: the base kernel, unchanged, then one
-// down product t = x·Aᵀ per run of A's that lie back to back (the stacked
-// projections of a fused matmul: x is read once for all of them; the
-// matmul shader, A being an nn.Linear [rank][k] in f16 or 8-bit packed),
-// then one up product y += scale·t·Bᵀ per term (shaders/lora_up.comp). t
-// lives in the queue's scratch; the sets that bind it are written when the
-// kernel first runs on a queue (as the MoE kernel's).
+// GPU mirror of hal/cpu/CpuLora.cpp, fused: first one down product t = x·Aᵀ
+// per run of A's that lie back to back (the stacked projections of a fused
+// matmul: x is read once for all of them; the matmul shader, A being an
+// nn.Linear [rank][k] in f16 or 8-bit packed), then the base matmul's
+// dispatches in the LORA variant of shaders/matmul.comp, whose output stage
+// adds each term's s·t·Bᵀ on its columns, so y is written once. A base
+// dispatch takes up to kLoraTerms terms: where more lie on its columns it
+// is cut at the terms' column boundaries, and columns that more than
+// kLoraTerms terms share (that many adapters stacked on one weight) get
+// the rest in dispatches of the same shader with K = 0 (no base product)
+// that add to y. t lives in the queue's scratch; the sets that bind it are
+// written when the kernel first runs on a queue (as the MoE kernel's).
 #include "hal/vulkan/VulkanDevice.h"
 #include "hal/vulkan/VulkanKernelUtil.h"
+#include "hal/vulkan/VulkanMatmulPlan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -16,7 +22,12 @@
 namespace fm::hal::vk {
 namespace {
 
-using UpPush = gpu::LoraUpPush;
+using gpu::kLoraTerms;
+using gpu::LoraMatmulPush;
+using gpu::LoraMatmulTerm;
+
+// The fused dispatch's storage buffers: x, w, y, t and a Bᵀ per term.
+constexpr uint32_t kFusedBindings = 4 + kLoraTerms;
 
 bool continues(const WeightDesc &prev, const WeightDesc &next) {
   return prev.buffer == next.buffer && prev.offset + prev.bytes == next.offset &&
@@ -36,17 +47,15 @@ Status checkMatrix(const WeightDesc &w, const char *what) {
 
 class LoraKernel final : public Kernel {
 public:
-  static Expected<std::unique_ptr<Kernel>> make(VulkanDevice &dev, const MatmulDesc &d,
-                                                std::unique_ptr<Kernel> base) {
-    std::unique_ptr<LoraKernel> k(new LoraKernel(dev, std::move(base)));
+  static Expected<std::unique_ptr<Kernel>> make(VulkanDevice &dev, const MatmulDesc &d) {
+    std::unique_ptr<LoraKernel> k(new LoraKernel(dev));
     FM_RETURN_IF_ERROR(k->init(d));
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
-  uint64_t scratchBytes() const override { return tOffset_ + tBytes_; }
+  uint64_t scratchBytes() const override { return tBytes_; }
 
   Status run(Queue &queue, const Launch &l) const override {
-    FM_RETURN_IF_ERROR(base_->run(queue, l));
     auto &q = static_cast<VulkanQueue &>(queue);
     VulkanBuffer *scratch = q.scratch();
     if (!scratch || scratch->size() < scratchBytes())
@@ -57,30 +66,32 @@ public:
       bound_ = scratch->handle();
     }
     const uint32_t M = uint32_t(l.rows);
-    // The downs write disjoint columns of t: one barrier (after the base
-    // kernel and whatever used the scratch before) for all of them.
+    // The downs write disjoint columns of t: one barrier (after whatever
+    // wrote x or used the scratch before) for all of them.
     for (size_t i = 0; i < downs_.size(); ++i) {
       MatmulPush push = downs_[i].push;
       push.M = M;
       FM_RETURN_IF_ERROR(q.dispatch(*downs_[i].pipeline, downs_[i].set, &push,
                                     downs_[i].gx, downs_[i].gy, ceilDiv(M, kMr), i > 0));
     }
-    // The ups after the downs (and the base kernel's y); terms on one
-    // weight (one per adapter) add to the same columns, so each waits for
-    // the one before; terms on other weights write other columns.
-    for (size_t i = 0; i < ups_.size(); ++i) {
-      UpPush push = ups_[i].push;
-      push.M = M;
-      const bool independent = i > 0 && ups_[i].col0 != ups_[i - 1].col0;
-      FM_RETURN_IF_ERROR(q.dispatch(*ups_[i].pipeline, ups_[i].set, &push, ups_[i].gx,
-                                    ups_[i].gy, ceilDiv(M, kMr), independent));
+    // Then the fused dispatches: one barrier for t, then disjoint blocks of
+    // y, except the extra terms' dispatches, which add to columns written
+    // before them.
+    bool first = true;
+    for (const Fused &f : fused_) {
+      if (f.m0 >= l.rows)
+        continue;
+      LoraMatmulPush push = f.push;
+      push.base.M = uint32_t(std::min(f.rows, l.rows - f.m0));
+      FM_RETURN_IF_ERROR(q.dispatch(*f.pipeline, f.set, &push, f.gx, f.gy,
+                                    ceilDiv(push.base.M, kMr), !first && !f.adds));
+      first = false;
     }
     return Status::ok();
   }
 
 private:
-  LoraKernel(VulkanDevice &dev, std::unique_ptr<Kernel> base)
-      : dev_(dev), base_(std::move(base)), sets_(dev.sharedContext()) {}
+  explicit LoraKernel(VulkanDevice &dev) : dev_(dev), sets_(dev.sharedContext()) {}
 
   struct Down {
     const Pipeline *pipeline = nullptr;
@@ -89,36 +100,92 @@ private:
     MatmulPush push{};
     uint32_t gx = 1, gy = 1;
   };
-  struct Up {
+  struct Fused {
     const Pipeline *pipeline = nullptr;
     VkDescriptorSet set = VK_NULL_HANDLE;
-    BoundRange b, y;
-    int64_t col0 = 0;
-    UpPush push{};
+    std::vector<BoundRange> ranges; // binding 3 (t) is rewritten by bind()
+    int64_t m0 = 0, rows = 0;
+    bool adds = false; // extra terms on columns a dispatch before wrote
+    LoraMatmulPush push{};
     uint32_t gx = 1, gy = 1;
+  };
+  // A term as the fused dispatches bind it.
+  struct Term {
+    BoundRange bt;
+    int64_t col0 = 0, rows = 0;
+    LoraMatmulTerm push{}; // col0 relative to column 0 of the matmul
   };
 
   /// Points every set's t binding at `scratch`.
   Status bind(const VulkanBuffer &scratch) const {
-    auto t = bindRange(dev_.context(), scratch, tOffset_, tBytes_, 4, "LoRA scratch");
+    auto t = bindRange(dev_.context(), scratch, 0, tBytes_, 4, "LoRA scratch");
     if (!t)
       return t.status();
     auto &sets = const_cast<DescriptorSets &>(sets_);
     for (const Down &dn : downs_)
       sets.write(dn.set, {dn.x, dn.a, *t});
-    for (const Up &up : ups_)
-      sets.write(up.set, {*t, up.b, up.y});
+    for (const Fused &f : fused_) {
+      std::vector<BoundRange> ranges = f.ranges;
+      ranges[3] = *t;
+      sets.write(f.set, ranges);
+    }
     return Status::ok();
   }
 
   Status init(const MatmulDesc &d) {
     VulkanContext &ctx = dev_.context();
+    const uint32_t storage = ctx.properties().limits.maxPerStageDescriptorStorageBuffers;
+    if (storage < kFusedBindings)
+      return Status::error("vulkan: the fused LoRA matmul binds " +
+                           std::to_string(kFusedBindings) +
+                           " storage buffers; this device allows " + std::to_string(storage) +
+                           " per shader stage");
     auto x = bindRows(ctx, d.x, 0, d.maxRows, "LoRA matmul input");
     if (!x)
       return x.status();
     auto y = bindRows(ctx, d.y, 0, d.maxRows, "LoRA matmul output");
     if (!y)
       return y.status();
+    std::vector<int64_t> tCol;
+    FM_RETURN_IF_ERROR(initDowns(d, *x, *y, &tCol));
+    if (rank_ >= 65536)
+      return Status::error("vulkan: LoRA ranks summing to " + std::to_string(rank_) +
+                           " on one matmul (at most 65535)");
+    std::vector<Term> terms;
+    for (size_t i = 0; i < d.lora.size(); ++i) {
+      const LoraTerm &lt = d.lora[i];
+      const WeightDesc &bt = lt.bt;
+      if (bt.shape.size() != 2 || bt.shape[0] != lt.rank || bt.shape[1] != lt.rows)
+        return Status::error("vulkan: LoRA B^T '" + bt.name + "' is not [rank][rows]");
+      auto br = bindRange(ctx, vbuf(bt.buffer), bt.offset, bt.bytes, 1,
+                          "LoRA B^T '" + bt.name + "'");
+      if (!br)
+        return br.status();
+      Term t;
+      t.bt = *br;
+      t.col0 = lt.col0;
+      t.rows = lt.rows;
+      t.push = {br->elem,
+                int32_t(lt.col0),
+                uint32_t(lt.rows),
+                uint32_t(tCol[i]) | uint32_t(lt.rank) << 16,
+                bt.kind == WeightKind::F16 ? 0u : uint32_t(bt.format.group),
+                lt.scale};
+      terms.push_back(t);
+    }
+    auto plan = planMatmul(ctx, d);
+    if (!plan)
+      return plan.status();
+    for (const MatmulPart &p : *plan)
+      FM_RETURN_IF_ERROR(addPart(p, terms, *y));
+    return Status::ok();
+  }
+
+  /// The down products, one per run of adjacent A's; tCol[i]: term i's
+  /// first column of t.
+  Status initDowns(const MatmulDesc &d, const BoundRange &x, const BoundRange &y,
+                   std::vector<int64_t> *tCol) {
+    VulkanContext &ctx = dev_.context();
     // The A's in memory order: runs of adjacent ones are one down product
     // (t's columns follow that order, as on the CPU).
     std::vector<size_t> order(d.lora.size());
@@ -135,7 +202,7 @@ private:
       uint64_t bytes;
     };
     std::vector<Run> runs;
-    std::vector<int64_t> tCol(d.lora.size());
+    tCol->assign(d.lora.size(), 0);
     const WeightDesc *prev = nullptr;
     for (size_t i : order) {
       const LoraTerm &term = d.lora[i];
@@ -149,12 +216,10 @@ private:
       } else {
         runs.push_back({&term.a, term.rank, rank_, term.a.bytes});
       }
-      tCol[i] = rank_;
+      (*tCol)[i] = rank_;
       rank_ += term.rank;
       prev = &term.a;
     }
-    const uint64_t align = std::max<uint64_t>(256, ctx.offsetAlignment());
-    tOffset_ = (base_->scratchBytes() + align - 1) / align * align;
     tBytes_ = uint64_t(d.maxRows) * uint64_t(rank_) * 4;
     // Until the first run binds the scratch, t's binding points at y (a
     // valid range, never used).
@@ -167,15 +232,15 @@ private:
                          "LoRA A '" + r.first->name + "'");
       if (!a)
         return a.status();
-      auto set = sets_.make(**p, {*x, *a, *y});
+      auto set = sets_.make(**p, {x, *a, y});
       if (!set)
         return set.status();
       Down dn;
       dn.pipeline = *p;
       dn.set = *set;
-      dn.x = *x;
+      dn.x = x;
       dn.a = *a;
-      dn.push = {x->elem,
+      dn.push = {x.elem,
                  uint32_t(d.x.stride),
                  uint32_t(r.tCol),
                  uint32_t(rank_),
@@ -190,64 +255,114 @@ private:
       dn.push.tilesX = dn.gx;
       downs_.push_back(dn);
     }
-    // The ups in the matmul's order: one adapter's terms per weight are
-    // consecutive (the executor lists them so).
-    for (size_t i = 0; i < d.lora.size(); ++i) {
-      const LoraTerm &term = d.lora[i];
-      const WeightDesc &bt = term.bt;
-      if (bt.shape.size() != 2 || bt.shape[0] != term.rank || bt.shape[1] != term.rows)
-        return Status::error("vulkan: LoRA B^T '" + bt.name + "' is not [rank][rows]");
-      WeightBinding b(bt);
-      auto p = dev_.pipelines().get("lora_up_" + b.suffix, 3, sizeof(UpPush), b.spec);
-      if (!p)
-        return p.status();
-      auto br = bindRange(ctx, vbuf(bt.buffer), bt.offset, bt.bytes, b.elemSize,
-                          "LoRA B^T '" + bt.name + "'");
-      if (!br)
-        return br.status();
-      auto set = sets_.make(**p, {*y, *br, *y});
-      if (!set)
-        return set.status();
-      Up up;
-      up.pipeline = *p;
-      up.set = *set;
-      up.b = *br;
-      up.y = *y;
-      up.col0 = term.col0;
-      const uint32_t N = uint32_t(term.rows);
-      foldTiles(ceilDiv(N, 64), &up.gx, &up.gy);
-      up.push = {0,
-                 uint32_t(rank_),
-                 uint32_t(tCol[i]),
-                 y->elem + uint32_t(term.col0),
-                 uint32_t(d.y.stride),
-                 br->elem,
-                 b.rowElems(bt, N),
-                 uint32_t(term.rank),
-                 N,
-                 0,
-                 up.gx,
-                 term.scale};
-      ups_.push_back(up);
+    return Status::ok();
+  }
+
+  /// The fused dispatches of base part `p`: its columns cut where the
+  /// terms on them begin or end, the pieces merged while their terms fit
+  /// one dispatch; terms beyond kLoraTerms on the same columns in
+  /// dispatches of their own with K = 0.
+  Status addPart(const MatmulPart &p, const std::vector<Term> &terms, const BoundRange &y) {
+    const int64_t c0 = p.col, c1 = p.col + p.n;
+    std::vector<int64_t> cuts = {c0, c1};
+    for (const Term &t : terms)
+      for (int64_t c : {t.col0, t.col0 + t.rows})
+        if (c > c0 && c < c1)
+          cuts.push_back(c);
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    // The terms on each piece [cuts[i], cuts[i + 1]) (they cover it whole).
+    auto termsOn = [&](size_t i) {
+      std::vector<size_t> on;
+      for (size_t j = 0; j < terms.size(); ++j)
+        if (terms[j].col0 <= cuts[i] && terms[j].col0 + terms[j].rows >= cuts[i + 1])
+          on.push_back(j);
+      return on;
+    };
+    std::vector<size_t> group;
+    int64_t start = c0;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      std::vector<size_t> on = termsOn(i);
+      const std::vector<size_t> fits(on.begin(), on.begin() + std::min<size_t>(on.size(), kLoraTerms));
+      std::vector<size_t> merged = group;
+      for (size_t j : fits)
+        if (std::find(merged.begin(), merged.end(), j) == merged.end())
+          merged.push_back(j);
+      if (merged.size() > size_t(kLoraTerms)) {
+        FM_RETURN_IF_ERROR(addFused(narrowPart(p, start, cuts[i] - start), group, terms, y, false));
+        start = cuts[i];
+        merged = fits;
+      }
+      group = merged;
+    }
+    FM_RETURN_IF_ERROR(addFused(narrowPart(p, start, c1 - start), group, terms, y, false));
+    // The terms that did not fit: K = 0 dispatches that add to y.
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      std::vector<size_t> on = termsOn(i);
+      for (size_t first = kLoraTerms; first < on.size(); first += kLoraTerms) {
+        const std::vector<size_t> extra(on.begin() + first,
+                                        on.begin() + std::min(on.size(), first + kLoraTerms));
+        MatmulPart part = narrowPart(p, cuts[i], cuts[i + 1] - cuts[i]);
+        part.push.K = 0;
+        part.push.accumulate = 1;
+        FM_RETURN_IF_ERROR(addFused(part, extra, terms, y, true));
+      }
     }
     return Status::ok();
   }
 
+  Status addFused(const MatmulPart &p, const std::vector<size_t> &on,
+                  const std::vector<Term> &terms, const BoundRange &y, bool adds) {
+    if (p.n <= 0)
+      return Status::ok();
+    auto pipeline = dev_.pipelines().get("matmul_lora_" + p.b.suffix, kFusedBindings,
+                                         sizeof(LoraMatmulPush), p.b.spec);
+    if (!pipeline)
+      return pipeline.status();
+    Fused f;
+    f.pipeline = *pipeline;
+    f.m0 = p.m0;
+    f.rows = p.rows;
+    f.adds = adds;
+    f.gx = p.gx;
+    f.gy = p.gy;
+    f.push.base = p.push;
+    f.push.tOff = uint32_t(p.m0 * rank_);
+    f.push.tStride = uint32_t(rank_);
+    // Unused term slots: rank 0, their binding any valid range (y).
+    f.ranges = {p.x, p.wr, p.y, y};
+    for (int j = 0; j < kLoraTerms; ++j) {
+      if (size_t(j) < on.size()) {
+        const Term &t = terms[on[j]];
+        f.push.term[j] = t.push;
+        f.push.term[j].col0 = int32_t(t.col0 - p.col);
+        f.ranges.push_back(t.bt);
+      } else {
+        f.push.term[j] = {};
+        f.ranges.push_back(y);
+      }
+    }
+    auto set = sets_.make(**pipeline, f.ranges);
+    if (!set)
+      return set.status();
+    f.set = *set;
+    fused_.push_back(std::move(f));
+    return Status::ok();
+  }
+
   VulkanDevice &dev_;
-  std::unique_ptr<Kernel> base_;
   DescriptorSets sets_;
   std::vector<Down> downs_;
-  std::vector<Up> ups_;
+  std::vector<Fused> fused_;
   int64_t rank_ = 0; // Σ rank: t's columns
-  uint64_t tOffset_ = 0, tBytes_ = 0;
+  uint64_t tBytes_ = 0;
   mutable VkBuffer bound_ = VK_NULL_HANDLE; // the scratch the sets point at
 };
 
 } // namespace
 
-Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d,
-                                                 std::unique_ptr<Kernel> base) {
-  return LoraKernel::make(dev, d, std::move(base));
+Expected<std::unique_ptr<Kernel>> makeLoraMatmul(VulkanDevice &dev, const MatmulDesc &d) {
+  return LoraKernel::make(dev, d);
 }
 
 } // namespace fm::hal::vk

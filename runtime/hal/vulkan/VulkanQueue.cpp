@@ -87,6 +87,7 @@ void VulkanQueue::barrier() {
                            VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
   dirty_ = false;
+  ++barriers_;
 }
 
 Status VulkanQueue::dispatch(const Pipeline &p, VkDescriptorSet set, const void *push,
@@ -103,6 +104,7 @@ Status VulkanQueue::dispatch(const Pipeline &p, VkDescriptorSet set, const void 
     vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes, push);
   vkCmdDispatch(cmd_, x, y, z);
   dirty_ = true;
+  ++dispatches_;
   return Status::ok();
 }
 
@@ -119,6 +121,7 @@ Status VulkanQueue::dispatchIndirect(const Pipeline &p, VkDescriptorSet set,
     vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes, push);
   vkCmdDispatchIndirect(cmd_, args, offset);
   dirty_ = true;
+  ++dispatches_;
   return Status::ok();
 }
 

@@ -160,6 +160,15 @@ std::vector<MatmulCase> matmulCases() {
   return cases;
 }
 
+// An adapter of loraCase: its matrices' kind, rank, scale, and the weights
+// (of w0, w1) it adapts.
+struct LoraSpec {
+  bool q8;
+  int64_t rank;
+  float scale;
+  bool onW0, onW1;
+};
+
 class VulkanKernels : public ::testing::Test {
 protected:
   /// Opens lavapipe (or whatever Vulkan finds) with validation; the CPU.
@@ -204,16 +213,20 @@ protected:
         st = (*q)->flush();
         ASSERT_TRUE(st.isOk()) << st.message();
       }
-      if (s == &gpu)
+      if (s == &gpu) {
         lastDeviceMs_ = (*q)->deviceMs();
+        lastDispatches_ = static_cast<vk::VulkanQueue &>(**q).dispatches();
+      }
     }
   }
 
   /// y[:, 3 : 3 + n0 + n1] (+)= x · [w0; w1]ᵀ with x strided, y wider than
   /// the weights, M rows.
   void matmulCase(const MatmulCase &c, int64_t M, bool accumulate);
-  /// A q4 matmul of two stacked weights with LoRA adapters (f16 or q8).
-  void loraCase(bool q8, int64_t M);
+  /// A matmul of two stacked weights in format c with LoRA adapters
+  /// (LoraSpec, below), against the CPU; returns the Vulkan dispatches.
+  uint64_t loraCase(const MatmulCase &c, int64_t M, const std::vector<LoraSpec> &specs,
+                    const std::string &what);
   /// Gathers 7 rows (repeats included) of a 61-row table.
   void embedCase(WeightKind kind, QuantFormat f, const std::string &what);
   /// Reopens the Vulkan device with `options`.
@@ -232,6 +245,7 @@ protected:
   int expectedMessages_ = 0; // validation messages a test provoked itself
   Side gpu, cpu;
   double lastDeviceMs_ = -1.0;
+  uint64_t lastDispatches_ = 0; // the last runBoth's Vulkan dispatches
 };
 
 Rows rowsOf(Buffer *b, int64_t stride, int64_t width, uint64_t offsetFloats = 0) {
@@ -349,33 +363,48 @@ TEST_F(VulkanKernels, MatmulThroughStaging) {
 
 // --- LoRA side path ------------------------------------------------------------
 
-// y[:, 3 : 3 + 96] = x · [w0; w1]ᵀ (q4) + adapters: adapter 1 on both weights
-// (scale 0.75; its f16 A's lie back to back: one down product, its q8 A's
-// do not: two), adapter 2 on w0 only (scale -1.25, another rank: its up
-// adds to the columns adapter 1's wrote). The adapter matrices live in a
-// buffer of their own, as a session's adapter does.
-void VulkanKernels::loraCase(bool q8, int64_t M) {
-  const int64_t K = 96, n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + 9;
-  const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
+// y[:, 3 : 3 + 96] = x · [w0; w1]ᵀ (base format c; K = 96, or 3 groups) + the adapters of
+// `specs`, each in a buffer of its own (as a session's adapter is; its A's
+// back to back, so the f16 ones on both weights are one down product, the
+// q8 ones, rows of 102 bytes, are not). Returns the Vulkan queue's
+// dispatches.
+uint64_t VulkanKernels::loraCase(const MatmulCase &c, int64_t M,
+                                 const std::vector<LoraSpec> &specs,
+                                 const std::string &what) {
+  const int64_t K = c.kind == WeightKind::Quant ? 3 * c.format.group : 96;
+  const int64_t n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + 9;
+  const QuantFormat f8{8, 32, QuantGrid::Balanced};
   Blob base;
-  const size_t w0 = base.add(randomFloats(n0 * K, 21), {n0, K}, WeightKind::Quant, q4);
-  const size_t w1 = base.add(randomFloats(n1 * K, 22), {n1, K}, WeightKind::Quant, q4);
+  const size_t w0 = base.add(randomFloats(n0 * K, 21), {n0, K}, c.kind, c.format);
+  const size_t w1 = base.add(randomFloats(n1 * K, 22), {n1, K}, c.kind, c.format);
   importWeights(base);
-  const WeightKind kind = q8 ? WeightKind::Quant : WeightKind::F16;
-  Blob lora;
-  const int64_t r1 = 4, r2 = 3;
-  const size_t a1w0 = lora.add(randomFloats(r1 * K, 23, 0.3f), {r1, K}, kind, f8);
-  const size_t a1w1 = lora.add(randomFloats(r1 * K, 24, 0.3f), {r1, K}, kind, f8);
-  const size_t a2w0 = lora.add(randomFloats(r2 * K, 25, 0.3f), {r2, K}, kind, f8);
-  const size_t b1w0 = lora.add(randomFloats(r1 * n0, 26, 0.3f), {r1, n0}, kind, f8);
-  const size_t b1w1 = lora.add(randomFloats(r1 * n1, 27, 0.3f), {r1, n1}, kind, f8);
-  const size_t b2w0 = lora.add(randomFloats(r2 * n0, 28, 0.3f), {r2, n0}, kind, f8);
-  std::unique_ptr<Buffer> loraBuf[2];
-  for (int i = 0; i < 2; ++i) {
-    Side &s = i == 0 ? gpu : cpu;
-    auto b = s.device->importWeights(lora.bytes.data(), lora.bytes.size());
-    ASSERT_TRUE(b.isOk()) << b.message();
-    loraBuf[i] = std::move(*b);
+  // Per adapter: its blob, and per weight its (A, Bᵀ) entries.
+  struct Adapter {
+    Blob blob;
+    size_t a[2], bt[2];
+    std::unique_ptr<Buffer> buffer[2]; // gpu, cpu
+  };
+  std::vector<Adapter> adapters(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const LoraSpec &sp = specs[i];
+    const WeightKind kind = sp.q8 ? WeightKind::Quant : WeightKind::F16;
+    const uint32_t seed = 100 + 10 * uint32_t(i);
+    Adapter &ad = adapters[i];
+    for (int w = 0; w < 2; ++w)
+      ad.a[w] = ad.blob.add(randomFloats(sp.rank * K, seed + w, 0.3f), {sp.rank, K}, kind, f8);
+    for (int w = 0; w < 2; ++w) {
+      const int64_t rows = w == 0 ? n0 : n1;
+      ad.bt[w] = ad.blob.add(randomFloats(sp.rank * rows, seed + 2 + w, 0.3f), {sp.rank, rows},
+                             kind, f8);
+    }
+    for (int side = 0; side < 2; ++side) {
+      Side &s = side == 0 ? gpu : cpu;
+      auto b = s.device->importWeights(ad.blob.bytes.data(), ad.blob.bytes.size());
+      EXPECT_TRUE(b.isOk()) << b.message();
+      if (!b)
+        return 0;
+      ad.buffer[side] = std::move(*b);
+    }
   }
   const std::vector<float> x = randomFloats(M * xStride, 29);
   const std::vector<float> y0 = randomFloats(M * yStride, 30);
@@ -383,20 +412,7 @@ void VulkanKernels::loraCase(bool q8, int64_t M) {
   int side = 0;
   runBoth(
       [&](Side &s) -> Expected<std::unique_ptr<Kernel>> {
-        Buffer *adapter = loraBuf[&s == &gpu ? 0 : 1].get();
-        auto term = [&](size_t a, size_t bt, int64_t rank, int64_t col0, int64_t rows,
-                        float scale) {
-          LoraTerm t;
-          t.a = lora.desc(s, a);
-          t.a.buffer = adapter;
-          t.bt = lora.desc(s, bt);
-          t.bt.buffer = adapter;
-          t.rank = rank;
-          t.col0 = col0;
-          t.rows = rows;
-          t.scale = scale;
-          return t;
-        };
+        const int si = &s == &gpu ? 0 : 1;
         MatmulDesc d;
         d.x = rowsOf(s.buffer(x), xStride, K);
         Buffer *y = s.buffer(y0);
@@ -407,25 +423,130 @@ void VulkanKernels::loraCase(bool q8, int64_t M) {
         d.weights = {base.desc(s, w0), base.desc(s, w1)};
         d.maxRows = M;
         d.activations = kernels::QActivations::F32;
-        d.lora = {term(a1w0, b1w0, r1, 0, n0, 0.75f), term(a2w0, b2w0, r2, 0, n0, -1.25f),
-                  term(a1w1, b1w1, r1, n0, n1, 0.75f)};
+        // As the executor lists them: per weight, its terms in adapter order.
+        for (int w = 0; w < 2; ++w)
+          for (size_t i = 0; i < specs.size(); ++i) {
+            if (!(w == 0 ? specs[i].onW0 : specs[i].onW1))
+              continue;
+            LoraTerm t;
+            t.a = adapters[i].blob.desc(s, adapters[i].a[w]);
+            t.a.buffer = adapters[i].buffer[si].get();
+            t.bt = adapters[i].blob.desc(s, adapters[i].bt[w]);
+            t.bt.buffer = adapters[i].buffer[si].get();
+            t.rank = specs[i].rank;
+            t.col0 = w == 0 ? 0 : n0;
+            t.rows = w == 0 ? n0 : n1;
+            t.scale = specs[i].scale;
+            d.lora.push_back(t);
+          }
         return s.device->prepareMatmul(d);
       },
       Launch{M, 0, nullptr});
   if (HasFatalFailure())
-    return;
+    return 0;
   expectClose(gpu.read(ys[0]), cpu.read(ys[1]), 2e-5,
-              std::string(q8 ? "q8" : "f16") + " LoRA M=" + std::to_string(M));
+              c.name + " " + what + " M=" + std::to_string(M));
+  return lastDispatches_;
 }
 
-TEST_F(VulkanKernels, MatmulWithLoraAdapters) {
-  for (bool q8 : {false, true})
-    for (int64_t M : {1, 13}) {
-      clearBuffers();
-      loraCase(q8, M);
-      if (HasFatalFailure())
-        return;
+TEST_F(VulkanKernels, MatmulWithLoraAdaptersEveryWeightFormat) {
+  // Two stacked adapters of different kinds, ranks and scales: adapter 1 on
+  // both weights, adapter 2 on w0 only (its terms add to the columns
+  // adapter 1's do). Each run is its downs (f16 on both weights: 1, q8: 2;
+  // adapter 2: 1), then ONE fused dispatch (the three terms fit it).
+  for (const MatmulCase &c : matmulCases())
+    for (int64_t M : {1, 13})
+      for (bool q8 : {false, true}) {
+        if (c.kind == WeightKind::Quant && c.format.group == 128 && M == 13)
+          continue; // the LoRA stage is the base format's: fewer prefill cases
+        clearBuffers();
+        const uint64_t n = loraCase(c, M, {{q8, 4, 0.75f, true, true}, {!q8, 3, -1.25f, true, false}},
+                                    q8 ? "q8+f16 LoRA" : "f16+q8 LoRA");
+        if (HasFatalFailure())
+          return;
+        EXPECT_EQ(n, (q8 ? 2u : 1u) + 1u + 1u) << c.name << " M=" << M;
+      }
+}
+
+TEST_F(VulkanKernels, MatmulWithMoreLoraTermsThanOneDispatchTakes) {
+  // Four adapters on w0 (5 terms: more than kLoraTerms = 3 on one column
+  // range): w0's columns get 3 in the base dispatch and the fourth in a
+  // K = 0 dispatch that adds to y; w1's term in a dispatch of its own.
+  // Downs: 4 (every adapter is its own buffer; adapter 1's f16 A's are one).
+  const MatmulCase c = matmulCases()[5];
+  for (int64_t M : {1, 13}) {
+    clearBuffers();
+    const uint64_t n = loraCase(c, M,
+                                {{false, 4, 0.75f, true, true},
+                                 {true, 3, -1.25f, true, false},
+                                 {false, 2, 0.5f, true, false},
+                                 {true, 5, 2.0f, true, false}},
+                                "4 adapters");
+    if (HasFatalFailure())
+      return;
+    EXPECT_EQ(n, 4u + 3u) << "M=" << M;
+  }
+}
+
+TEST_F(VulkanKernels, MatmulWithLoraSplitsBindingsPastTheRangeLimit) {
+  // 4 KiB bindings: the base block [w0; w1] (96 rows; q2 rows of 60 bytes,
+  // f16 ones of 192) splits into parts that end inside adapter columns.
+  vk::VulkanOptions small = testOptions();
+  small.maxRange = 4096;
+  reopen(small);
+  for (const MatmulCase &c : {matmulCases()[5], matmulCases()[1]}) {
+    clearBuffers();
+    loraCase(c, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}}, "split");
+    if (HasFatalFailure())
+      return;
+  }
+}
+
+TEST_F(VulkanKernels, LoraScaleZeroAndDetachingGiveTheBaseBitForBit) {
+  // The fused output stage adds nothing at scale 0 (y bit for bit the base
+  // kernel's), and the base kernel after an adapter's run (a detached
+  // session) is the base bit for bit.
+  const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
+  const int64_t K = 64, N = 40, M = 3;
+  Blob blob;
+  const size_t w = blob.add(randomFloats(N * K, 41), {N, K}, WeightKind::Quant, q4);
+  const size_t a = blob.add(randomFloats(4 * K, 42, 0.3f), {4, K}, WeightKind::Quant, f8);
+  const size_t bt = blob.add(randomFloats(4 * N, 43, 0.3f), {4, N}, WeightKind::F16);
+  importWeights(blob);
+  const std::vector<float> x = randomFloats(M * K, 44);
+  auto run = [&](const std::vector<float> &scales) {
+    MatmulDesc d;
+    d.x = rowsOf(gpu.buffer(x), K, K);
+    Buffer *y = gpu.buffer(std::vector<float>(M * N, 0.0f));
+    d.y = rowsOf(y, N, N);
+    d.k = K;
+    d.n = N;
+    d.weights = {blob.desc(gpu, w)};
+    d.maxRows = M;
+    for (float s : scales) {
+      LoraTerm t;
+      t.a = blob.desc(gpu, a);
+      t.bt = blob.desc(gpu, bt);
+      t.rank = 4;
+      t.rows = N;
+      t.scale = s;
+      d.lora.push_back(t);
     }
+    auto k = gpu.device->prepareMatmul(d);
+    EXPECT_TRUE(k.isOk()) << k.message();
+    QueueOptions qo;
+    qo.scratchBytes = (*k)->scratchBytes();
+    auto q = gpu.device->createQueue(qo);
+    EXPECT_TRUE(q.isOk()) << q.message();
+    EXPECT_TRUE((*k)->run(**q, Launch{M, 0, nullptr}).isOk());
+    EXPECT_TRUE((*q)->flush().isOk());
+    return gpu.read(y);
+  };
+  const std::vector<float> base = run({});
+  EXPECT_EQ(run({0.0f}), base) << "scale 0";
+  EXPECT_EQ(run({0.0f, 0.0f}), base) << "two adapters at scale 0";
+  EXPECT_NE(run({1.0f}), base) << "the adapter changes y";
+  EXPECT_EQ(run({}), base) << "detached";
 }
 
 TEST_F(VulkanKernels, LoraOfAnotherFormatIsRefused) {
