@@ -22,6 +22,7 @@
 #include "kernels/matmul.h"
 #include "kernels/qformat.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace fm::kernels::detail {
@@ -155,13 +156,21 @@ template <typename V> struct LoraKernels {
   // may point past a matrix's end).
   static constexpr int64_t kPrefetchBytes = 768;
 
-  // Prefetches bytes [b0, b1) of rows [0, rows) of a q8 matrix from `q`
-  // (a hint: it may point past the matrix's end).
-  static void prefetchRows(const uint8_t *q, int64_t rowBytes, int64_t rows,
-                           int64_t b0, int64_t b1) {
-    for (int64_t r = 0; r < rows; ++r)
+  // Prefetches the line `offset` bytes from `base`. The address may lie
+  // past the matrix's end (a prefetch never faults), so it is formed as an
+  // integer: pointer arithmetic past an object's end is undefined.
+  static void prefetchAt(const uint8_t *base, int64_t offset) {
+    V::prefetch(reinterpret_cast<const void *>(
+        reinterpret_cast<uintptr_t>(base) + uintptr_t(offset)));
+  }
+
+  // Prefetches bytes [b0, b1) of rows [r0, r0 + rows) of a q8 matrix from
+  // `q` (a hint: it may point past the matrix's end).
+  static void prefetchRows(const uint8_t *q, int64_t rowBytes, int64_t r0,
+                           int64_t rows, int64_t b0, int64_t b1) {
+    for (int64_t r = r0; r < r0 + rows; ++r)
       for (int64_t b = b0; b < b1; b += 64)
-        V::prefetch(q + r * rowBytes + b);
+        prefetchAt(q, r * rowBytes + b);
   }
 
   static void widenScales(const uint8_t *halves, int64_t n, float *out) {
@@ -187,7 +196,7 @@ template <typename V> struct LoraKernels {
       total[r] = V::zero();
     // The next rows' scales, read first when they start: fetched now, as
     // their quants are by the loop's run-on prefetch.
-    prefetchRows(q + RB * rowBytes, rowBytes, RB, K, rowBytes);
+    prefetchRows(q, rowBytes, RB, RB, K, rowBytes);
     alignas(64) float scales[RB][kScaleChunk];
     for (int64_t g0 = 0; g0 < groups; g0 += kScaleChunk) {
       const int64_t gn = groups - g0 < kScaleChunk ? groups - g0 : kScaleChunk;
@@ -210,7 +219,7 @@ template <typename V> struct LoraKernels {
         const int64_t ahead = k0 + kPrefetchBytes;
         const int64_t wrap = ahead >= rowBytes ? (RB - 1) * rowBytes : 0;
         for (int r = 0; r < RB; ++r)
-          V::prefetch(q + r * rowBytes + ahead + wrap);
+          prefetchAt(q, r * rowBytes + ahead + wrap);
         for (int64_t k = k0; k < k0 + group; k += L) {
           const Reg xv = V::load(x + k);
           for (int r = 0; r < RB; ++r)
@@ -239,8 +248,8 @@ template <typename V> struct LoraKernels {
       const int64_t rowBytes = a.cols + 2 * (a.cols / a.group);
       const uint8_t *q = static_cast<const uint8_t *>(a.data) + i0 * rowBytes;
       const int64_t heads = i1 - i0 < 8 ? i1 - i0 : 8;
-      prefetchRows(q, rowBytes, heads, 0, kPrefetchBytes);
-      prefetchRows(q, rowBytes, heads, a.cols, rowBytes);
+      prefetchRows(q, rowBytes, 0, heads, 0, kPrefetchBytes);
+      prefetchRows(q, rowBytes, 0, heads, a.cols, rowBytes);
       int64_t i = i0;
       for (; i + 8 <= i1; i += 8)
         downQ8Decode<8>(x, a, i, t);
@@ -375,7 +384,7 @@ template <typename V> struct LoraKernels {
     alignas(64) float coef[RB][kScaleChunk];
     alignas(64) float bias[kScaleChunk];
     const int64_t gEnd = (n1 + group - 1) / group; // n1 = N or a unit edge
-    prefetchRows(q + RB * rowBytes, rowBytes, RB, N + 2 * (n0 / group),
+    prefetchRows(q, rowBytes, RB, RB, N + 2 * (n0 / group),
                  N + 2 * gEnd);
     for (int64_t g0 = n0 / group; g0 < gEnd; g0 += kScaleChunk) {
       const int64_t gn = gEnd - g0 < kScaleChunk ? gEnd - g0 : kScaleChunk;
@@ -401,7 +410,7 @@ template <typename V> struct LoraKernels {
         const int64_t ahead = n + kPrefetchBytes;
         const int64_t at = ahead < n1 ? ahead : ahead - n1 + n0 + RB * rowBytes;
         for (int r = 0; r < RB; ++r)
-          V::prefetch(q + r * rowBytes + at);
+          prefetchAt(q, r * rowBytes + at);
         for (; n < end; n += L) {
           Reg acc = V::add(V::load(y + n), bv);
           for (int r = 0; r < RB; ++r)
@@ -421,8 +430,8 @@ template <typename V> struct LoraKernels {
         const int64_t heads = bt.rows < 8 ? bt.rows : 8;
         const uint8_t *q = static_cast<const uint8_t *>(bt.data);
         const int64_t head = n1 - n0 < kPrefetchBytes ? n1 - n0 : kPrefetchBytes;
-        prefetchRows(q, rowBytes, heads, n0, n0 + head);
-        prefetchRows(q, rowBytes, heads, N + 2 * (n0 / bt.group),
+        prefetchRows(q, rowBytes, 0, heads, n0, n0 + head);
+        prefetchRows(q, rowBytes, 0, heads, N + 2 * (n0 / bt.group),
                      N + 2 * ((n1 + bt.group - 1) / bt.group));
       }
       int64_t i = 0;
