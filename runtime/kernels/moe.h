@@ -77,6 +77,12 @@ struct MoeWeightOps {
 /// part of it holds int64 routing tables.
 size_t moeScratchFloats(const MoeShape &shape);
 
+/// The most floats of scratch a Moe may ask for: more is a corrupt file, not
+/// a model. The loader checks the part every device needs (one thread, no
+/// ops scratch); a device whose experts take per-thread scratch checks its
+/// whole amount, threads included, when the session prepares the kernel.
+constexpr uint64_t kMoeMaxScratchFloats = uint64_t(1) << 44;
+
 /// y (+)= Σ_{e in topk(p)} p_e · down_e(silu(gate_e(x)) · up_e(x)) per row,
 /// p = softmax(x · routerᵀ) computed in f32, the top-k taken with the lower
 /// expert index first on ties and renormalized when normTopk; then the

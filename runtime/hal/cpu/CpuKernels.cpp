@@ -356,7 +356,18 @@ public:
       q_.shape.threads = std::max(1, d.threads);
       planned.opsScratchBytes = q_.shape.opsScratchBytes;
       planned.threads = q_.shape.threads;
-      scratch_ = rt::quantMoeScratchFloats(planned) * sizeof(float);
+      // The whole of it, threads included, against the loader's bound (which
+      // counts one thread without these regions).
+      const size_t floats = rt::quantMoeScratchFloats(planned);
+      if (floats > kernels::kMoeMaxScratchFloats)
+        problem_ = "moe needs " + std::to_string(floats) +
+                   " floats of scratch on " + std::to_string(planned.threads) +
+                   " threads (a region of " +
+                   std::to_string(planned.opsScratchBytes) +
+                   " bytes per thread for the experts' matmuls), more than "
+                   "this runtime allocates (" +
+                   std::to_string(kernels::kMoeMaxScratchFloats) + ")";
+      scratch_ = floats * sizeof(float);
       // Launches of several rows run each expert's gathered rows as a GEMM
       // over Panel16 copies, made before the program's first run.
       wantsGemm_ = d.maxRows > 1 && d.activations != kernels::QActivations::F32;
@@ -384,6 +395,8 @@ public:
   }
 
   uint64_t scratchBytes() const override { return scratch_; }
+  /// Why the session cannot run this Moe ("" when it can).
+  const std::string &problem() const { return problem_; }
 
   Status beforeFirstRun(Queue &queue) override {
     if (!wantsGemm_)
@@ -468,6 +481,7 @@ private:
   float *y_;
   int64_t yStride_;
   uint64_t scratch_ = 0;
+  std::string problem_;
 };
 
 class DispatchKernel final : public Kernel {
@@ -614,7 +628,10 @@ CpuDevice::prepareAttention(const AttentionDesc &d) {
 }
 
 Expected<std::unique_ptr<Kernel>> CpuDevice::prepareMoe(const MoeDesc &d) {
-  return make<MoeKernel>(d, gemmWeights_);
+  auto kernel = std::make_unique<MoeKernel>(d, gemmWeights_);
+  if (!kernel->problem().empty())
+    return Status::error("cpu: " + kernel->problem());
+  return std::unique_ptr<Kernel>(std::move(kernel));
 }
 
 Expected<std::unique_ptr<Kernel>>

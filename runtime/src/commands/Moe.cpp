@@ -7,10 +7,6 @@
 namespace fm::rt {
 namespace {
 
-// Caches and scratch are allocated from these counts; anything larger is a
-// corrupt file, not a model.
-constexpr u64 kMaxScratchFloats = u64(1) << 44;
-
 bool anyQuantized(const fa::Artifact &root, const fa::Moe &op) {
   auto quantized = [&](int64_t index) {
     return index >= 0 && uint64_t(index) < root.weights()->size() &&
@@ -152,9 +148,11 @@ Status verify(const VerifyContext &c, const fa::Command &command) {
   shape.intermediate = static_cast<int64_t>(I);
   shape.topK = op.top_k();
   shape.sharedIntermediate = static_cast<int64_t>(sharedI);
-  // Both Moe paths route and combine in kernels::moe's scratch.
+  // Both Moe paths route and combine in kernels::moe's scratch (the
+  // device's per-thread matmul scratch on top is checked where the session
+  // knows its threads: hal::Device::prepareMoe).
   const u64 scratch = kernels::moeScratchFloats(shape);
-  if (scratch > kMaxScratchFloats)
+  if (scratch > kernels::kMoeMaxScratchFloats)
     return c.fail("moe needs " + std::to_string(scratch) +
                   " floats of scratch, more than this runtime allocates");
   return Status::ok();
