@@ -34,8 +34,10 @@ pt_moe|pt_moe|--max-prefill 8|1e-3|1e-4
 qwen2_moe|qwen2_moe|--max-prefill 8|1e-3|1e-4
 mixtral-w4|mixtral|--max-prefill 32 --quant w4||2e-2"
 
-bundle_binary() { # BIN OUT: the binary and every library it loads into OUT/lib
+bundle_binary() { # BIN OUT: the binary (its symbol table stripped: bytes
+  # count against the carry limit) and every library it loads into OUT/lib
   cp "$1" "$2/"
+  if command -v strip > /dev/null; then strip --strip-unneeded "$2/$(basename "$1")"; fi
   ldd "$1" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
     while read -r lib; do cp -L "$lib" "$2/lib/"; done
 }

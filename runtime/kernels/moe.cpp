@@ -3,6 +3,7 @@
 #include "kernels/moe.h"
 
 #include "kernels/matmul.h"
+#include "kernels/moe_route.h"
 #include "base/ThreadPool.h"
 
 #include <algorithm>
@@ -155,38 +156,11 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
     x = L.xDense;
   }
 
-  // Routing: softmax over the router logits in f32, then the top k (a
-  // strictly larger probability displaces, so ties keep the lower index).
+  // Routing (moe_route.h): softmax in f32, the top k, ties to the lower
+  // expert; the probabilities replace the logits in place.
   linear(a, x, M, K, a.router, E, L.probs, pool, L.opsScratchOf(0));
-  std::fill(L.stamp, L.stamp + E, -1);
-  std::fill(L.count, L.count + E + 1, 0);
-  for (int64_t r = 0; r < M; ++r) {
-    float *p = L.probs + r * E;
-    float mx = p[0];
-    for (int64_t e = 1; e < E; ++e)
-      mx = std::max(mx, p[e]);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; ++e)
-      sum += (p[e] = std::exp(p[e] - mx));
-    const float inv = 1.0f / sum;
-    for (int64_t e = 0; e < E; ++e)
-      p[e] *= inv;
-    float kept = 0.0f;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t best = -1;
-      for (int64_t e = 0; e < E; ++e)
-        if (L.stamp[e] != r && (best < 0 || p[e] > p[best]))
-          best = e;
-      L.stamp[best] = r;
-      L.choice[r * k + j] = best;
-      L.choiceW[r * k + j] = p[best];
-      kept += p[best];
-      ++L.count[best];
-    }
-    if (a.normTopk)
-      for (int64_t j = 0; j < k; ++j)
-        L.choiceW[r * k + j] /= kept;
-  }
+  moeRoute(L.probs, L.probs, M, E, k, a.normTopk, L.stamp, L.count, L.choice,
+           L.choiceW);
 
   // Slots: the (row, choice) pairs grouped by expert, rows ascending.
   int64_t numActive = 0;
@@ -202,21 +176,8 @@ void moe(const MoeArgs &a, float *scratch, fm::rt::ThreadPool *pool) {
       L.active[j] = L.active[j - 1];
     L.active[j] = e;
   }
-  // count[e] becomes the first slot of e; stamp[e] its fill cursor.
-  int64_t offset = 0;
-  for (int64_t e = 0; e < E; ++e) {
-    int64_t n = L.count[e];
-    L.count[e] = offset;
-    L.stamp[e] = offset;
-    offset += n;
-  }
-  L.count[E] = offset;
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t slot = L.stamp[L.choice[r * k + j]]++;
-      L.slotRow[slot] = r;
-      L.rowSlot[r * k + j] = slot;
-    }
+  // count[e] becomes the first slot of e; stamp is the fill cursor.
+  moeSlots(L.choice, M, E, k, L.count, L.stamp, L.slotRow, L.rowSlot);
 
   // Each expert on its rows: gather, SwiGLU, output into its own slots
   // (over the gathered rows, which the down matmul no longer needs).

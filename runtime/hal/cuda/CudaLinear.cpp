@@ -30,7 +30,8 @@ std::string qKernelName(const char *prefix, kernels::QuantFormat f) {
          (f.grid == kernels::QuantGrid::Affine ? "a" : "b");
 }
 
-Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w) {
+Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w,
+                              bool tensorCores) {
   Linear l;
   l.dev_ = &dev;
   l.w_ = devicePtr(w.buffer, w.offset);
@@ -40,8 +41,9 @@ Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w) {
   std::string matvec = "fm_matvec_f32";
   if (w.kind == WeightKind::F16)
     matvec = "fm_matvec_f16";
-  if (w.kind == WeightKind::Quant) {
+  if (w.kind == WeightKind::Quant)
     matvec = qKernelName("fm_qmatvec_f32", w.format);
+  if (w.kind == WeightKind::Quant && tensorCores) {
     auto gemm = dev.function(qKernelName("fm_qgemm_mma", w.format).c_str());
     if (!gemm)
       return gemm.status();
@@ -58,7 +60,7 @@ Status Linear::run(CUstream stream, CUdeviceptr x, int64_t xStride,
                    CUdeviceptr y, int64_t yStride, int64_t rows,
                    bool accumulate) const {
   LaunchParams p;
-  if (usesGemm(kind_, rows)) {
+  if (gemm_ && usesGemm(kind_, rows)) {
     p.add(x).add(xStride).add(w_).add(y).add(yStride).add(int(rows))
         .add(int(n_)).add(int(k_)).add(int(accumulate));
     const LaunchGeometry g = gemmGeometry(rows, n_);

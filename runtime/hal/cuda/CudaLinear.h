@@ -34,7 +34,11 @@ std::string qKernelName(const char *prefix, kernels::QuantFormat f);
 
 class Linear {
 public:
-  static Expected<Linear> make(const CudaDevice &dev, const WeightDesc &w);
+  /// `tensorCores` false keeps every row count on the f32-activation
+  /// matvec: the MoE router, whose top-k an f16 rounding of x could flip
+  /// against the CPU's choice.
+  static Expected<Linear> make(const CudaDevice &dev, const WeightDesc &w,
+                               bool tensorCores = true);
   /// y (+)= x · Wᵀ for `rows` rows (row r at x + r·xStride floats).
   Status run(CUstream stream, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
              int64_t yStride, int64_t rows, bool accumulate) const;

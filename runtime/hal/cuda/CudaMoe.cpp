@@ -123,14 +123,17 @@ private:
     FM_RETURN_IF_ERROR(fn("fm_moe_combine", combine_));
     FM_RETURN_IF_ERROR(fn("fm_moe_add_gated", addGated_));
     FM_RETURN_IF_ERROR(fn("fm_silu_mul", silu_));
-    auto linear = [&](const WeightDesc &w, Linear &out) -> Status {
-      auto l = Linear::make(dev_, w);
+    auto linear = [&](const WeightDesc &w, Linear &out,
+                      bool tensorCores = true) -> Status {
+      auto l = Linear::make(dev_, w, tensorCores);
       if (!l)
         return l.status();
       out = *l;
       return Status::ok();
     };
-    FM_RETURN_IF_ERROR(linear(d.router, router_));
+    // The router on the f32-activation matvec whatever its rows: routing
+    // must choose the CPU's experts (CudaLinear.h).
+    FM_RETURN_IF_ERROR(linear(d.router, router_, false));
     gate_.resize(size_t(E));
     up_.resize(size_t(E));
     down_.resize(size_t(E));

@@ -5,8 +5,8 @@
 //    SwiGLU / rank-order combine gives (run here, no GPU).
 //  - CudaLaunchGeometry.*: the tensor-core GEMM's row threshold and that
 //    its grid covers every output once, the matvec's grid (no GPU).
-//  - Gpu.Moe*, Gpu.MatmulTensorCoreRows: the HAL kernels on the GPU against
-//    the reference (skipped without a GPU).
+//  - GpuMoe.*: the HAL kernels on the GPU against the reference, rows past
+//    f16's range on the tensor cores among them (skipped without a GPU).
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaLinear.h"
 #include "hal/cuda/MoePlan.h"
@@ -293,6 +293,8 @@ protected:
 
   void checkMoe(int64_t M, int64_t topK, bool norm, int64_t sharedI,
                 const QuantFormat *f, bool accumulate);
+  void checkMatmul(QuantFormat f, int64_t M, kernels::QActivations act,
+                   const std::vector<float> &x, int64_t xStride, double rel);
 
   static CudaDevice *device_;
   static std::string why_;
@@ -381,70 +383,103 @@ TEST_F(GpuMoe, MoeAgainstTheReference) {
     }
 }
 
+// y = 0.25 + x · Wᵀ through the HAL's Matmul for M rows of x (row r at
+// x + r·xStride) and a packed weight of N x K normals, against
+// qmatmulOn(Generic, F32) over the same packed weight, within `rel` of
+// Σ|w·x| per output.
+void GpuMoe::checkMatmul(QuantFormat f, int64_t M, kernels::QActivations act,
+                         const std::vector<float> &x, int64_t xStride, double rel) {
+  const int64_t K = 256, N = 100;
+  const std::vector<float> wf = normals(size_t(N * K), 3, 0.05f);
+  const size_t rowBytes = kernels::packedRowBytes(f, K);
+  std::vector<uint8_t> packed(N * rowBytes);
+  kernels::quantizeRows(wf.data(), N, K, f, packed.data());
+  const int64_t yStride = N + 3;
+  std::vector<float> want(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
+  for (int64_t r = 0; r < M; ++r)
+    kernels::qmatmulOn(kernels::KernelIsa::Generic, kernels::QActivations::F32,
+                       x.data() + r * xStride, 1, K, packed.data(), f, N,
+                       want.data() + r * N, false, nullptr);
+  std::vector<double> mag(size_t(M * N), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    kernels::dequantizeRow(packed.data() + n * rowBytes, f, K, row.data());
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        mag[r * N + n] += std::fabs(double(row[k]) * x[r * xStride + k]);
+  }
+  auto wb = upload(packed.data(), packed.size());
+  auto xb = upload(x.data(), x.size() * 4);
+  const std::vector<float> y0(size_t(M * yStride), 0.25f);
+  auto yb = upload(y0.data(), y0.size() * 4);
+  MatmulDesc d;
+  d.x = {xb.get(), 0, xStride, K};
+  d.y = {yb.get(), 0, yStride, N};
+  d.k = K;
+  d.n = N;
+  d.maxRows = M;
+  d.activations = act;
+  d.accumulate = true;
+  WeightDesc wd;
+  wd.buffer = wb.get();
+  wd.bytes = packed.size();
+  wd.kind = WeightKind::Quant;
+  wd.format = f;
+  wd.shape = {N, K};
+  d.weights = {wd};
+  run(device_->prepareMatmul(d), M);
+  const std::vector<float> got = download(*yb, y0.size());
+  int bad = 0;
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      const double ref = 0.25 + want[r * N + n];
+      const double tol = rel * mag[r * N + n] + 1e-5;
+      if (!(std::fabs(got[r * yStride + n] - ref) <= tol) && bad++ < 5)
+        ADD_FAILURE() << "q" << f.bits << "g" << f.group << " M=" << M << " "
+                      << kernels::qActivationsName(act) << " y[" << r << "][" << n
+                      << "] = " << got[r * yStride + n] << ", want " << ref << " ± "
+                      << tol;
+    }
+}
+
 // Prefill matmuls of >= 16 rows on the tensor cores through the HAL's
 // Matmul, against qmatmulOn(Generic, F32) over the same packed weight.
 TEST_F(GpuMoe, MatmulTensorCoreRows) {
-  const int64_t K = 256, N = 100;
+  const int64_t K = 256;
   for (const QuantFormat f : {QuantFormat{4, 64, QuantGrid::Balanced},
                               QuantFormat{2, 32, QuantGrid::Affine},
                               QuantFormat{8, 128, QuantGrid::Balanced}})
     for (int64_t M : {15, 16, 17, 64, 100})
       for (auto act : {kernels::QActivations::F32, kernels::QActivations::Int8}) {
-        const std::vector<float> wf = normals(size_t(N * K), 3, 0.05f);
-        const size_t rowBytes = kernels::packedRowBytes(f, K);
-        std::vector<uint8_t> packed(N * rowBytes);
-        kernels::quantizeRows(wf.data(), N, K, f, packed.data());
-        const int64_t xStride = K + 8, yStride = N + 3;
-        const std::vector<float> x = normals(size_t(M * xStride), 4);
-        std::vector<float> want(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
-        for (int64_t r = 0; r < M; ++r)
-          kernels::qmatmulOn(kernels::KernelIsa::Generic, kernels::QActivations::F32,
-                             x.data() + r * xStride, 1, K, packed.data(), f, N,
-                             want.data() + r * N, false, nullptr);
-        std::vector<double> mag(size_t(M * N), 0.0);
-        for (int64_t n = 0; n < N; ++n) {
-          kernels::dequantizeRow(packed.data() + n * rowBytes, f, K, row.data());
-          for (int64_t r = 0; r < M; ++r)
-            for (int64_t k = 0; k < K; ++k)
-              mag[r * N + n] += std::fabs(double(row[k]) * x[r * xStride + k]);
-        }
-        auto wb = upload(packed.data(), packed.size());
-        auto xb = upload(x.data(), x.size() * 4);
-        const std::vector<float> y0(size_t(M * yStride), 0.25f);
-        auto yb = upload(y0.data(), y0.size() * 4);
-        MatmulDesc d;
-        d.x = {xb.get(), 0, xStride, K};
-        d.y = {yb.get(), 0, yStride, N};
-        d.k = K;
-        d.n = N;
-        d.maxRows = M;
-        d.activations = act;
-        d.accumulate = true;
-        WeightDesc wd;
-        wd.buffer = wb.get();
-        wd.bytes = packed.size();
-        wd.kind = WeightKind::Quant;
-        wd.format = f;
-        wd.shape = {N, K};
-        d.weights = {wd};
-        run(device_->prepareMatmul(d), M);
-        const std::vector<float> got = download(*yb, y0.size());
+        const int64_t xStride = K + 8;
         // f16 activations on the tensor cores; below 16 rows the matvec
         // (int8 activations: one digit per 32 inputs).
         const double rel = M >= kGemmMinRows ? 2e-3
                            : act == kernels::QActivations::Int8 ? 1e-2 : 1e-5;
-        int bad = 0;
-        for (int64_t r = 0; r < M; ++r)
-          for (int64_t n = 0; n < N; ++n) {
-            const double ref = 0.25 + want[r * N + n];
-            const double tol = rel * mag[r * N + n] + 1e-5;
-            if (!(std::fabs(got[r * yStride + n] - ref) <= tol) && bad++ < 5)
-              ADD_FAILURE() << "q" << f.bits << "g" << f.group << " M=" << M << " "
-                            << kernels::qActivationsName(act) << " y[" << r << "][" << n
-                            << "] = " << got[r * yStride + n] << ", want " << ref
-                            << " ± " << tol;
-          }
+        checkMatmul(f, M, act, normals(size_t(M * xStride), 4), xStride, rel);
       }
+}
+
+// Rows past f16's range (65504) on the tensor cores: every third row all
+// ~1e6, every third one normal but for one input of 2e5 or 3e9, the rest
+// normal (so one 64-row block mixes scaled and plain rows), against the f32
+// CPU kernel: finite, and as close as ordinary rows.
+TEST_F(GpuMoe, MatmulTensorCoreLargeRows) {
+  const int64_t K = 256, xStride = K + 8;
+  for (const QuantFormat f : {QuantFormat{4, 64, QuantGrid::Balanced},
+                              QuantFormat{2, 32, QuantGrid::Affine}})
+    for (int64_t M : {15, 17, 64, 100}) {
+      std::vector<float> x = normals(size_t(M * xStride), 5);
+      for (int64_t r = 0; r < M; ++r) {
+        float *row = x.data() + r * xStride;
+        if (r % 3 == 0)
+          for (int64_t k = 0; k < K; ++k)
+            row[k] *= 1e6f;
+        else if (r % 3 == 1)
+          row[(r * 37) % K] = r % 2 ? 2e5f : -3e9f;
+      }
+      checkMatmul(f, M, kernels::QActivations::F32, x, xStride,
+                  M >= kGemmMinRows ? 2e-3 : 1e-5);
+    }
 }
 
 } // namespace

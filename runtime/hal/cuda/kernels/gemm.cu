@@ -12,6 +12,14 @@
 // (m16n8k16, .f16): with g = lane / 4 and t = lane % 4, A's registers hold
 // (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B's (k = 2t..2t+1,
 // n = g), (k = 2t+8.., n = g); C's (g, 2t..2t+1), (g+8, 2t..2t+1).
+//
+// f16 holds activations up to 65504 only: a 32-input chunk of a row past
+// that (a warp vote while converting; the warp holds the row's 32 inputs)
+// is divided by the power of two gemmRangeScale gives (qdecode.h) before
+// its conversion, and in a block with such a chunk each row's accumulators
+// are rescaled around that k step's mma so that the products count times
+// the row's scale (f32), so large rows stay finite and as exact as the
+// others; blocks without one run the plain path.
 #include "common.cuh"
 #include "qdecode.h"
 
@@ -30,6 +38,13 @@ __device__ __forceinline__ uint16_t floatToHalfBits(float f) {
   return h;
 }
 
+// 1 / s, exact for the powers of two of gemmRangeScale.
+__device__ __forceinline__ float reciprocal(float s) {
+  float r;
+  asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(s));
+  return r;
+}
+
 __device__ __forceinline__ uint32_t pairAt(const uint16_t *p) {
   return *reinterpret_cast<const uint32_t *>(p);
 }
@@ -42,12 +57,43 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// The warp's 2 x 2 x 2 mma.sync over one k step of 32: its 32 x 16
+// sub-tile at (wm, wn) of the block's tile, added into c.
+__device__ __forceinline__ void warpTileMma(const uint16_t (&as)[kBM][kLd],
+                                            const uint16_t (&bs)[kBN][kLd], int wm,
+                                            int wn, int g, int t, float (&c)[2][2][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kBK; kk += 16) {
+    uint32_t a[2][4], b[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = wm + 16 * i + g;
+      a[i][0] = pairAt(&as[r][kk + 2 * t]);
+      a[i][1] = pairAt(&as[r + 8][kk + 2 * t]);
+      a[i][2] = pairAt(&as[r][kk + 2 * t + 8]);
+      a[i][3] = pairAt(&as[r + 8][kk + 2 * t + 8]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int n = wn + 8 * j + g;
+      b[j][0] = pairAt(&bs[n][kk + 2 * t]);
+      b[j][1] = pairAt(&bs[n][kk + 2 * t + 8]);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        mma16816(c[i][j], a[i], b[j]);
+  }
+}
+
 template <int BITS, int GROUP, bool AFFINE>
 __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
                       const uint8_t *__restrict__ w, float *__restrict__ y,
                       int64_t yStride, int M, int N, int K, int accumulate) {
   __shared__ uint16_t as[kBM][kLd];
   __shared__ uint16_t bs[kBN][kLd];
+  __shared__ float rowScale[kBM]; // this k step's scale of each row (1: none)
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = gemmWarpRow(warp), wn = gemmWarpCol(warp); // the warp's sub-tile
@@ -58,12 +104,17 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
   float acc[2][2][4] = {};
   for (int k0 = 0; k0 < K; k0 += kBK) {
     // 64 x 32 of each operand: 8 elements per thread, a row's 32 columns
-    // read by 32 consecutive threads.
+    // read by 32 consecutive threads (one warp).
+    bool big = false;
 #pragma unroll
     for (int i = 0; i < kBM * kBK / 256; ++i) {
       const int r = i * 8 + (tid >> 5), c = tid & 31;
       const int m = m0 + r;
-      as[r][c] = floatToHalfBits(m < M ? __ldg(x + int64_t(m) * xStride + k0 + c) : 0.0f);
+      const float xv = m < M ? __ldg(x + int64_t(m) * xStride + k0 + c) : 0.0f;
+      big = big || fabsf(xv) > kF16Max;
+      as[r][c] = floatToHalfBits(xv);
+      if (c == 0)
+        rowScale[r] = 1.0f;
       const int n = n0 + r;
       float v = 0.0f;
       if (n < N) {
@@ -75,29 +126,55 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
       }
       bs[r][c] = floatToHalfBits(v);
     }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += 16) {
-      uint32_t a[2][4], b[2][2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int r = wm + 16 * i + g;
-        a[i][0] = pairAt(&as[r][kk + 2 * t]);
-        a[i][1] = pairAt(&as[r + 8][kk + 2 * t]);
-        a[i][2] = pairAt(&as[r][kk + 2 * t + 8]);
-        a[i][3] = pairAt(&as[r + 8][kk + 2 * t + 8]);
+    // Rare: a chunk of the warp's rows past f16's range. The warp converts
+    // its 8 rows again, each divided by its scale (warp-uniform branch; a
+    // loop, not unrolled, to keep the common path's code small).
+    if (__any_sync(kFullMask, big)) {
+#pragma unroll 1
+      for (int i = 0; i < kBM * kBK / 256; ++i) {
+        const int r = i * 8 + (tid >> 5), c = tid & 31;
+        const int m = m0 + r;
+        const float xv = m < M ? __ldg(x + int64_t(m) * xStride + k0 + c) : 0.0f;
+        const float s = gemmRangeScale(warpMax(fabsf(xv)));
+        as[r][c] = floatToHalfBits(xv * reciprocal(s));
+        if (c == 0)
+          rowScale[r] = s;
       }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int n = wn + 8 * j + g;
-        b[j][0] = pairAt(&bs[n][kk + 2 * t]);
-        b[j][1] = pairAt(&bs[n][kk + 2 * t + 8]);
-      }
+    }
+    // The barrier before the mma also tells the block whether any of its
+    // chunks was scaled (the same answer in every thread). Then each
+    // accumulator is divided by its row's scale before the mma adds this
+    // step's products of the scaled inputs, and multiplied back after:
+    // acc + s·(x/s)·w, exact steps for a power of two, and no second
+    // accumulator's registers.
+    const bool scaled = __syncthreads_or(big);
+    // (The scales are read again after the mma: none live across it.)
+    if (scaled) {
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
-          mma16816(acc[i][j], a[i], b[j]);
+        for (int h = 0; h < 2; ++h) {
+          const float inv = reciprocal(rowScale[wm + 16 * i + g + 8 * h]);
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              acc[i][j][2 * h + e] *= inv;
+        }
+    }
+    warpTileMma(as, bs, wm, wn, g, t, acc);
+    if (scaled) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float s = rowScale[wm + 16 * i + g + 8 * h];
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              acc[i][j][2 * h + e] *= s;
+        }
     }
     __syncthreads();
   }

@@ -48,6 +48,30 @@ FM_QD_FN float qCenter(int bits, bool affine) {
 /// host's launch geometry, CudaLinear.cpp).
 constexpr int kGemmTileM = 64, kGemmTileN = 64, kGemmThreads = 256;
 
+/// f16's largest finite value: the tensor-core GEMM's cvt.rn.f16.f32 makes
+/// an activation past it inf, where the CPU (f32 or per-group int8 scales)
+/// keeps it finite.
+constexpr float kF16Max = 65504.0f;
+
+/// What the tensor-core GEMM divides a 32-input chunk of an activation row by
+/// before its f16 conversion, and multiplies that chunk's products by after,
+/// given the chunk's largest magnitude: 1 while it fits f16 (the common path,
+/// unchanged), else the power of two that brings it into [2^14, 2^15), below
+/// kF16Max with f16's full 11 bits. A power of two divides and multiplies
+/// exactly. Not finite (inf, NaN): 1, so inf stays inf as on the CPU.
+FM_QD_FN float gemmRangeScale(float absmax) {
+  if (!(absmax > kF16Max) || !(absmax <= 3.40282347e38f))
+    return 1.0f;
+  uint32_t bits;
+  __builtin_memcpy(&bits, &absmax, 4);
+  // absmax in [2^E, 2^(E+1)) with E >= 15 (normal: absmax > 2^15).
+  const int E = int(bits >> 23) - 127;
+  const uint32_t scale = uint32_t(E - 14 + 127) << 23;
+  float s;
+  __builtin_memcpy(&s, &scale, 4);
+  return s;
+}
+
 /// The tensor-core GEMM's tiling (gemm.cu): 8 warps of a block as 2 x 4,
 /// warp `warp` owning the 32 x 16 sub-tile at (gemmWarpRow, gemmWarpCol) of
 /// the block's 64 x 64 tile of Y.
