@@ -50,7 +50,8 @@ NLC="$DIR/node-llama-cpp-$VERSION/package"
 BINS="$DIR/node-llama-cpp-linux-x64-$VERSION/package/bins/linux-x64"
 if [ ! -f "$DIR/src/include/llama.h" ]; then
   rm -rf "$DIR/src"
-  git clone -q "$NLC/llama/gitRelease.bundle" "$DIR/src" 2>/dev/null
+  git clone -q "$NLC/llama/gitRelease.bundle" "$DIR/src" 2>/dev/null || {
+    echo "fetch-llamacpp: cannot clone $NLC/llama/gitRelease.bundle into $DIR/src" >&2; exit 1; }
 fi
 /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tag"])' \
   "$NLC/llama/llama.cpp.info.json" > "$DIR/release"

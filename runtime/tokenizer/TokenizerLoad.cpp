@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <system_error>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -405,26 +406,44 @@ Status loadModel(const JValue &json, const JPath &at, bool byteLevel,
   };
   std::vector<Ids> second;
   Status secondStatus = Status::ok();
+  // What the helper threw (std::bad_alloc): rethrown here after the join,
+  // as the one-thread loader would have let it through.
+  std::exception_ptr secondThrew;
   std::thread helper;
   if (total >= kSplitAt && std::thread::hardware_concurrency() >= 2) {
-    mid = total / 2;
+    // On a batch boundary (resolveMerges' batches of 32), so that the
+    // merge an error names is the same on one core and on two.
+    mid = total / 2 / 32 * 32;
     second.resize(total - mid);
     try {
       helper = std::thread([&, mid] {
-        secondStatus = resolveMerges(
-            src, mid, total, nullptr,
-            [&](rapidjson::SizeType i, int32_t a, int32_t b, int32_t merged) {
-              second[i - mid] = {a, b, merged};
-            });
+        try {
+          secondStatus = resolveMerges(
+              src, mid, total, nullptr,
+              [&](rapidjson::SizeType i, int32_t a, int32_t b, int32_t merged) {
+                second[i - mid] = {a, b, merged};
+              });
+        } catch (...) {
+          secondThrew = std::current_exception();
+        }
       });
     } catch (const std::system_error &) {
       mid = total; // no thread to be had: all on this one
       second.clear();
     }
   }
-  Status first = resolveMerges(src, 0, mid, &m.merges, put);
+  Status first = Status::ok();
+  try {
+    first = resolveMerges(src, 0, mid, &m.merges, put);
+  } catch (...) {
+    if (helper.joinable())
+      helper.join(); // never destroy a joinable thread (std::terminate)
+    throw;
+  }
   if (helper.joinable())
     helper.join();
+  if (secondThrew)
+    std::rethrow_exception(secondThrew);
   FM_RETURN_IF_ERROR(first);
   FM_RETURN_IF_ERROR(secondStatus);
   constexpr size_t kAhead = 16;

@@ -476,7 +476,7 @@ std::vector<TokenId> encodeWith(const std::string &json, const std::string &text
 }
 
 TEST(Tokenizer, ManyMergesKeepTheirRanksAcrossTheLoadsHalves) {
-  constexpr size_t kCount = 70000; // split at 35000
+  constexpr size_t kCount = 70000; // split at 34976 (a batch boundary)
   // The lower rank wins, from either half.
   EXPECT_EQ(encodeWith(manyMerges(kCount, {{10, "y z"}, {69995, "x y"}}), "xyz"),
             (std::vector<TokenId>{0, 4}));
@@ -498,6 +498,11 @@ TEST(TokenizerErrors, ManyMergesNameTheFirstBadOne) {
                 .find("bad.json: model.merges[100]: the merged token 'xq' is not in model.vocab"),
             std::string::npos);
   EXPECT_NE(loadError(manyMerges(kCount, {{35001, "nospace"}, {69000, "p1 w"}}))
+                .find("model.merges[35001]: 'nospace' is not two tokens separated by a space"),
+            std::string::npos);
+  // A batch reports its malformed merges before its missing tokens; the two
+  // threads split on a batch boundary, so one core and two name the same.
+  EXPECT_NE(loadError(manyMerges(kCount, {{34999, "p1 w"}, {35001, "nospace"}}))
                 .find("model.merges[35001]: 'nospace' is not two tokens separated by a space"),
             std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include "kernels/qformat.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -136,5 +137,10 @@ struct LoraMatmulPush {
   LoraMatmulTerm term[kLoraTerms];
 };
 static_assert(sizeof(LoraMatmulPush) == 124, "matmul.comp's LORA push constants");
+// matmul.comp's std430 layout, field by field (LORA_TERMS there is 3).
+static_assert(sizeof(LoraMatmulTerm) == 24, "matmul.comp's LoraTerm");
+static_assert(offsetof(LoraMatmulPush, tOff) == sizeof(MatmulPush) &&
+                  offsetof(LoraMatmulPush, term) == sizeof(MatmulPush) + 8,
+              "matmul.comp's LORA push constants: t's layout, then the terms");
 
 } // namespace fm::hal::gpu
