@@ -17,8 +17,7 @@ endif()
 message(STATUS "fmc: sanitizers ${FM_SANITIZE}")
 # -O1 and line tables: sanitizer builds are for finding bugs, and compile
 # in about the time of a release build (full -g would double the links).
-# Assertions on (-UNDEBUG): a failed assert is a finding too. The compiler
-# is at -O0 (below).
+# Assertions on (-UNDEBUG): a failed assert is a finding too.
 set(FM_SANITIZE_FLAGS -fsanitize=${FM_SANITIZE} -fno-omit-frame-pointer
     -O1 -gline-tables-only -UNDEBUG)
 if(FM_SANITIZE MATCHES "undefined")
@@ -39,26 +38,8 @@ add_compile_definitions(FM_HEAP_HOST_MEMORY=1)
 # once every directory is configured, each target's -O2/-O3 becomes -O1.
 # Measured on the slowest file (qmatmul_avx512.cpp, ASan+UBSan): 20 s at -O1
 # against 50 s at -O3, which is most of the sanitizer builds' time in CI.
-#
-# The compiler's targets (FM_SANITIZE_O0_DIRS) are at -O0: the tests spend
-# little time in its own code (most is MLIR's, Debian's optimized build),
-# and its files compile 1.1 to 2.1 times faster (ASan+UBSan, measured
-# singly: FmOps.cpp 42.9 -> 20.1 s, Importer.cpp 12.5 -> 8.4 s, Fuse.cpp
-# 10.1 -> 8.8 s). The runtime stays at -O1: with all of it at -O0 (tried:
-# the build 115 s shorter) the kernel, tokenizer and grammar tests took 2
-# to 12 times as long (runtime.qkernels 76 s, grammar.units 68 s,
-# tokenizer.oracle 96 s) and a grammar fuzzer's seed input timed out.
-set(FM_SANITIZE_O0_DIRS dialects passes import targets tools/fmc tools/fm-opt
-    test/unit/cpu test/unit/import)
 function(fm_sanitize_opt_level dir)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
-  file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${dir})
-  set(o0 OFF)
-  foreach(d IN LISTS FM_SANITIZE_O0_DIRS)
-    if(rel STREQUAL d OR rel MATCHES "^${d}/")
-      set(o0 ON)
-    endif()
-  endforeach()
   foreach(t IN LISTS targets)
     get_target_property(type ${t} TYPE)
     if(type STREQUAL "INTERFACE_LIBRARY")
@@ -68,9 +49,6 @@ function(fm_sanitize_opt_level dir)
     if(opts)
       list(TRANSFORM opts REPLACE "^-O[23]$" "-O1")
       set_target_properties(${t} PROPERTIES COMPILE_OPTIONS "${opts}")
-    endif()
-    if(o0 AND type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
-      target_compile_options(${t} PRIVATE -O0)
     endif()
   endforeach()
   get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
