@@ -71,12 +71,23 @@ if(FM_BUILD_TESTS)
   find_program(FM_PTXAS ptxas HINTS ${FM_CUDA_PATH}/bin NO_DEFAULT_PATH)
   add_custom_target(fm_cuda_ptx ALL DEPENDS ${FM_CUDA_PTX})
   # Every PTX through ptxas for the oldest and the newest architecture we
-  # target: errors and register spills fail the test; skipped (77) without
-  # ptxas.
+  # target: errors, register spills and hot kernels over their register
+  # ceiling fail the test; skipped (77) without ptxas. The GEMM's 128 is 2
+  # blocks of 256 threads per SM (64K registers); the matvec's and the
+  # attention's are their counts when set, so growth is seen.
+  set(FM_CUDA_REG_CEILINGS --max-regs fm_qgemm_mma_=128
+      --max-regs fm_qmatvec_=40 --max-regs fm_attention_split_=48)
   add_test(NAME runtime.cuda.ptxas
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/check-ptx.sh "${FM_PTXAS}" sm_80,sm_90
-            ${FM_CUDA_PTX})
+            ${FM_CUDA_REG_CEILINGS} ${FM_CUDA_PTX})
   set_tests_properties(runtime.cuda.ptxas PROPERTIES SKIP_RETURN_CODE 77)
+  # The ceiling can fail: the GEMM against 64 registers must.
+  add_test(NAME runtime.cuda.ptxas-ceiling
+    COMMAND ${CMAKE_SOURCE_DIR}/scripts/check-ptx.sh "${FM_PTXAS}" sm_80
+            --max-regs fm_qgemm_mma_=64 ${_fm_cuda_out}/gemm.ptx)
+  set_tests_properties(runtime.cuda.ptxas-ceiling PROPERTIES
+    PASS_REGULAR_EXPRESSION "FAIL \\(over the ceiling of 64 registers\\): sm_80 gemm.ptx fm_qgemm_mma_q"
+    SKIP_REGULAR_EXPRESSION "skipped: no ptxas")
 endif()
 
 # The CUDA device's tests (test/unit/cuda): NoDriver.* where no driver is
