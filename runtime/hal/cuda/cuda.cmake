@@ -60,6 +60,7 @@ target_sources(fm_hal PRIVATE
   ${_fm_cuda_dir}/CudaDevice.cpp
   ${_fm_cuda_dir}/CudaDriver.cpp
   ${_fm_cuda_dir}/CudaExecutable.cpp
+  ${_fm_cuda_dir}/CudaGraph.cpp
   ${_fm_cuda_dir}/CudaKernels.cpp
   ${_fm_cuda_dir}/CudaLinear.cpp
   ${_fm_cuda_dir}/CudaMoe.cpp
@@ -97,7 +98,8 @@ if(FM_BUILD_TESTS)
   find_package(GTest REQUIRED)
   set(_fm_cuda_test_dir ${CMAKE_SOURCE_DIR}/test/unit/cuda)
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
-    ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp)
+    ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp
+    ${_fm_cuda_test_dir}/graph_test.cpp)
   target_include_directories(fm_cuda_test PRIVATE
     ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime)
   target_link_libraries(fm_cuda_test PRIVATE fm_runtime fm_hal fm_schema
@@ -114,6 +116,8 @@ if(FM_BUILD_TESTS)
   # The tensor-core GEMM's weight decoding and tile mapping on the host.
   add_test(NAME runtime.cuda.gemm-index COMMAND fm_cuda_test
     --gtest_filter=CudaGemmIndex.*)
+  # CUDA graph replay against a fake driver table (no GPU).
+  add_test(NAME runtime.cuda.graph COMMAND fm_cuda_test --gtest_filter=CudaGraph.*)
   # The MoE routing plan and the matmul launch geometry on the host.
   add_test(NAME runtime.cuda.moe-plan COMMAND fm_cuda_test
     --gtest_filter=CudaMoePlan.*:CudaLaunchGeometry.*)
