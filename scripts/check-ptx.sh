@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# check-ptx.sh PTXAS ARCHS FILE.ptx...: runs `ptxas -arch=A -v` on every PTX
-# for every architecture in the comma-separated ARCHS and fails on an error
-# or on any register spill (spill stores or loads other than 0); prints one
-# line per kernel (registers, stack, spills). Exit 77 (ctest: skipped) when
-# PTXAS is empty or missing.
+# check-ptx.sh PTXAS ARCHS [--max-regs PREFIX=N]... FILE.ptx...: runs
+# `ptxas -arch=A -v` on every PTX for every architecture in the
+# comma-separated ARCHS and fails on an error, on any register spill (spill
+# stores or loads other than 0), or on a kernel whose name starts with a
+# --max-regs PREFIX using more than its N registers (a hot kernel's
+# occupancy ceiling); prints one line per kernel (registers, stack,
+# spills). Exit 77 (ctest: skipped) when PTXAS is empty or missing.
 set -uo pipefail
 PTXAS=$1; ARCHS=$2; shift 2
+ceilings=()
+while [ "${1:-}" = --max-regs ]; do
+  ceilings+=("$2"); shift 2
+done
+# The ceiling of kernel $1 (the first matching prefix), or empty.
+ceiling() {
+  local c
+  for c in "${ceilings[@]+"${ceilings[@]}"}"; do
+    [[ "$1" == "${c%=*}"* ]] && { echo "${c##*=}"; return; }
+  done
+}
 if [ -z "$PTXAS" ] || [ ! -x "$PTXAS" ]; then
   echo "skipped: no ptxas (CUDA toolkit bin/ptxas not found; set FM_CUDA_PATH)"
   exit 77
@@ -28,8 +41,11 @@ for arch in ${ARCHS//,/ }; do
     while IFS='|' read -r name stack stores loads regs; do
       kernels=$((kernels + 1))
       line="$arch $(basename "$ptx") $name: $regs registers, $stack B stack, spills $stores/$loads B"
+      max=$(ceiling "$name")
       if [ "$stores" != 0 ] || [ "$loads" != 0 ]; then
         echo "FAIL (spills): $line"; status=1
+      elif [ -n "$max" ] && [ "$regs" -gt "$max" ]; then
+        echo "FAIL (over the ceiling of $max registers): $line"; status=1
       else
         echo "ok: $line"
       fi

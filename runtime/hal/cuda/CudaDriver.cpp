@@ -64,6 +64,14 @@ Loaded load() {
   bind(lib, "cuEventRecord", a.cuEventRecord, missing);
   bind(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
   bind(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
+  std::string optional; // the graph entry points: without them, no graphs
+  bind(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, optional);
+  bind(lib, "cuStreamEndCapture", a.cuStreamEndCapture, optional);
+  bind(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, optional);
+  bind(lib, "cuGraphExecUpdate_v2", a.cuGraphExecUpdate, optional);
+  bind(lib, "cuGraphLaunch", a.cuGraphLaunch, optional);
+  bind(lib, "cuGraphDestroy", a.cuGraphDestroy, optional);
+  bind(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, optional);
   if (!missing.empty()) {
     l.status = Status::error("the CUDA driver libcuda.so.1 lacks " + missing +
                              " (too old a driver?)");

@@ -19,6 +19,15 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
+using CUgraphNode = struct CUgraphNode_st *;
+/// cuGraphExecUpdate_v2's result (cuda.h CUgraphExecUpdateResultInfo_v1).
+struct CUgraphExecUpdateResultInfo {
+  int result;
+  CUgraphNode errorNode, errorFromNode;
+};
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 // CUdevice_attribute values (cuda.h).
@@ -70,6 +79,21 @@ struct DriverApi {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  // CUDA graphs (CudaGraph.h), optional: null where the driver lacks one,
+  // and then the launches run directly.
+  CUresult (*cuStreamBeginCapture)(CUstream, int);          // _v2
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph,
+                                 unsigned long long);       // WithFlags
+  CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph,
+                                CUgraphExecUpdateResultInfo *); // _v2
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphDestroy)(CUgraph);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  bool hasGraphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiate &&
+           cuGraphExecUpdate && cuGraphLaunch && cuGraphDestroy && cuGraphExecDestroy;
+  }
 };
 
 /// The process's driver: loaded and cuInit'ed once, on first use, and

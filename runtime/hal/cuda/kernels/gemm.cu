@@ -19,7 +19,9 @@
 // its conversion, and in a block with such a chunk each row's accumulators
 // are rescaled around that k step's mma so that the products count times
 // the row's scale (f32), so large rows stay finite and as exact as the
-// others; blocks without one run the plain path.
+// others. Blocks without one run the plain path; a block that meets one
+// stops there and redoes its tile on the scaled path, out of line
+// (qgemmScaled), so the hot path's registers are the pre-guard ones.
 #include "common.cuh"
 #include "qdecode.h"
 
@@ -87,13 +89,15 @@ __device__ __forceinline__ void warpTileMma(const uint16_t (&as)[kBM][kLd],
   }
 }
 
-template <int BITS, int GROUP, bool AFFINE>
-__device__ void qgemm(const float *__restrict__ x, int64_t xStride,
-                      const uint8_t *__restrict__ w, float *__restrict__ y,
-                      int64_t yStride, int M, int N, int K, int accumulate) {
-  __shared__ uint16_t as[kBM][kLd];
-  __shared__ uint16_t bs[kBN][kLd];
-  __shared__ float rowScale[kBM]; // this k step's scale of each row (1: none)
+// A block's whole 64 x 64 tile. SCALED false: the hot path, which stores
+// nothing and returns false as soon as one of the block's chunks is past
+// f16's range (the barrier's vote); SCALED true: the rare path, which
+// scales such chunks (see the file comment) and always stores.
+template <int BITS, int GROUP, bool AFFINE, bool SCALED>
+__device__ __forceinline__ bool
+qgemmTile(const float *__restrict__ x, int64_t xStride, const uint8_t *__restrict__ w,
+          float *__restrict__ y, int64_t yStride, int M, int N, int K, int accumulate,
+          uint16_t (&as)[kBM][kLd], uint16_t (&bs)[kBN][kLd], float (&rowScale)[kBM]) {
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = gemmWarpRow(warp), wn = gemmWarpCol(warp); // the warp's sub-tile
@@ -101,19 +105,22 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
   const int64_t rowBytes = qRowBytes(BITS, GROUP, AFFINE, K);
   const float center = qCenter(BITS, AFFINE);
 
+  constexpr int kLoadUnroll = SCALED ? 1 : kBM * kBK / 256;
   float acc[2][2][4] = {};
   for (int k0 = 0; k0 < K; k0 += kBK) {
     // 64 x 32 of each operand: 8 elements per thread, a row's 32 columns
     // read by 32 consecutive threads (one warp).
     bool big = false;
-#pragma unroll
+    // (Unrolled in the hot path, so that its 8 loads are in flight at once;
+    // a loop in the scaled one, whose registers count in the kernel's too.)
+#pragma unroll kLoadUnroll
     for (int i = 0; i < kBM * kBK / 256; ++i) {
       const int r = i * 8 + (tid >> 5), c = tid & 31;
       const int m = m0 + r;
       const float xv = m < M ? __ldg(x + int64_t(m) * xStride + k0 + c) : 0.0f;
       big = big || fabsf(xv) > kF16Max;
       as[r][c] = floatToHalfBits(xv);
-      if (c == 0)
+      if (SCALED && c == 0)
         rowScale[r] = 1.0f;
       const int n = n0 + r;
       float v = 0.0f;
@@ -126,9 +133,18 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
       }
       bs[r][c] = floatToHalfBits(v);
     }
-    // Rare: a chunk of the warp's rows past f16's range. The warp converts
-    // its 8 rows again, each divided by its scale (warp-uniform branch; a
-    // loop, not unrolled, to keep the common path's code small).
+    if (!SCALED) {
+      // The barrier before the mma also tells the block whether any of its
+      // chunks is past f16 (the same answer in every thread): then the
+      // scaled path redoes the tile.
+      if (__syncthreads_or(big))
+        return false;
+      warpTileMma(as, bs, wm, wn, g, t, acc);
+      __syncthreads();
+      continue;
+    }
+    // A chunk of the warp's rows past f16's range: the warp converts its 8
+    // rows again, each divided by its scale (warp-uniform branch).
     if (__any_sync(kFullMask, big)) {
 #pragma unroll 1
       for (int i = 0; i < kBM * kBK / 256; ++i) {
@@ -141,41 +157,35 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
           rowScale[r] = s;
       }
     }
-    // The barrier before the mma also tells the block whether any of its
-    // chunks was scaled (the same answer in every thread). Then each
-    // accumulator is divided by its row's scale before the mma adds this
-    // step's products of the scaled inputs, and multiplied back after:
+    // Each accumulator is divided by its row's scale before the mma adds
+    // this step's products of the scaled inputs, and multiplied back after:
     // acc + s·(x/s)·w, exact steps for a power of two, and no second
-    // accumulator's registers.
-    const bool scaled = __syncthreads_or(big);
-    // (The scales are read again after the mma: none live across it.)
-    if (scaled) {
+    // accumulator's registers. (The scales are read again after the mma:
+    // none live across it.)
+    __syncthreads();
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float inv = reciprocal(rowScale[wm + 16 * i + g + 8 * h]);
+      for (int h = 0; h < 2; ++h) {
+        const float inv = reciprocal(rowScale[wm + 16 * i + g + 8 * h]);
 #pragma unroll
-          for (int j = 0; j < 2; ++j)
+        for (int j = 0; j < 2; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              acc[i][j][2 * h + e] *= inv;
-        }
-    }
+          for (int e = 0; e < 2; ++e)
+            acc[i][j][2 * h + e] *= inv;
+      }
     warpTileMma(as, bs, wm, wn, g, t, acc);
-    if (scaled) {
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float s = rowScale[wm + 16 * i + g + 8 * h];
+      for (int h = 0; h < 2; ++h) {
+        const float s = rowScale[wm + 16 * i + g + 8 * h];
 #pragma unroll
-          for (int j = 0; j < 2; ++j)
+        for (int j = 0; j < 2; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              acc[i][j][2 * h + e] *= s;
-        }
-    }
+          for (int e = 0; e < 2; ++e)
+            acc[i][j][2 * h + e] *= s;
+      }
     __syncthreads();
   }
 #pragma unroll
@@ -192,15 +202,46 @@ __device__ void qgemm(const float *__restrict__ x, int64_t xStride,
           *out = accumulate ? *out + acc[i][j][e] : acc[i][j][e];
         }
       }
+  return true;
+}
+
+// The rare scaled path out of line, so that it is not scheduled into the
+// hot path. ptxas counts a callee's registers in its kernel's too, which is
+// why the scaled path's load loop is not unrolled: runtime.cuda.ptxas holds
+// every GEMM build to 128 registers (2 blocks of 256 threads per SM) with
+// no spills. The tiles are the kernel's (generic addressing here: the rare
+// path).
+template <int BITS, int GROUP, bool AFFINE>
+__device__ __noinline__ void qgemmScaled(const float *x, int64_t xStride, const uint8_t *w,
+                                         float *y, int64_t yStride, int M, int N, int K,
+                                         int accumulate, uint16_t (&as)[kBM][kLd],
+                                         uint16_t (&bs)[kBN][kLd], float (&rowScale)[kBM]) {
+  qgemmTile<BITS, GROUP, AFFINE, true>(x, xStride, w, y, yStride, M, N, K, accumulate, as,
+                                       bs, rowScale);
+}
+
+template <int BITS, int GROUP, bool AFFINE>
+__device__ __forceinline__ void qgemm(const float *x, int64_t xStride, const uint8_t *w,
+                                      float *y, int64_t yStride, int M, int N, int K,
+                                      int accumulate) {
+  __shared__ uint16_t as[kBM][kLd];
+  __shared__ uint16_t bs[kBN][kLd];
+  __shared__ float rowScale[kBM]; // a k step's scale of each row (1: none)
+  // The plain path leaves the block after a barrier with nothing stored;
+  // the scaled one then starts the tile over.
+  if (!qgemmTile<BITS, GROUP, AFFINE, false>(x, xStride, w, y, yStride, M, N, K, accumulate,
+                                             as, bs, rowScale))
+    qgemmScaled<BITS, GROUP, AFFINE>(x, xStride, w, y, yStride, M, N, K, accumulate, as, bs,
+                                     rowScale);
 }
 
 } // namespace
 } // namespace fm_cuda
 
 // fm_qgemm_mma_q<bits>g<group><b|a>: grid (ceil(N / 64), ceil(M / 64)),
-// 256 threads.
+// 256 threads, at most 128 registers (2 blocks per SM).
 #define FM_QGEMM(BITS, GROUP, AFFINE, SUFFIX)                                      \
-  extern "C" __global__ void __launch_bounds__(256)                                \
+  extern "C" __global__ void __launch_bounds__(256, 2)                             \
       fm_qgemm_mma_q##BITS##g##GROUP##SUFFIX(                                      \
           const float *x, int64_t xStride, const uint8_t *w, float *y,             \
           int64_t yStride, int M, int N, int K, int accumulate) {                  \

@@ -1,0 +1,165 @@
+// Recording and replaying a stream's launches as CUDA graphs (CudaGraph.h).
+#include "hal/cuda/CudaGraph.h"
+
+#include <cstdio>
+
+namespace fm::hal::cuda {
+
+namespace {
+// FNV-1a over the shape's words.
+void mix(uint64_t &h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xffu;
+    h *= 1099511628211ull;
+  }
+}
+} // namespace
+
+uint64_t graphShape(const std::vector<GraphOp> &ops) {
+  uint64_t h = 14695981039346656037ull;
+  mix(h, ops.size());
+  for (const GraphOp &op : ops) {
+    mix(h, reinterpret_cast<uintptr_t>(op.fn));
+    if (!op.fn) {
+      mix(h, op.bytes);
+      continue;
+    }
+    for (int d = 0; d < 3; ++d) {
+      mix(h, op.grid[d]);
+      mix(h, op.block[d]);
+    }
+    mix(h, uint64_t(op.numArgs));
+  }
+  return h;
+}
+
+GraphStep graphStep(bool enabled, int timesSeen, bool haveExec) {
+  if (!enabled || timesSeen < 2)
+    return GraphStep::Direct;
+  return haveExec ? GraphStep::Update : GraphStep::Instantiate;
+}
+
+GraphRecorder::~GraphRecorder() { dropGraphs(); }
+
+void GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
+                                 const unsigned (&block)[3], const uint64_t *args,
+                                 int numArgs) {
+  GraphOp op;
+  op.fn = fn;
+  for (int d = 0; d < 3; ++d) {
+    op.grid[d] = grid[d];
+    op.block[d] = block[d];
+  }
+  op.numArgs = numArgs < GraphOp::kMaxArgs ? numArgs : GraphOp::kMaxArgs;
+  for (int i = 0; i < op.numArgs; ++i)
+    op.args[i] = args[i];
+  ops_.push_back(op);
+}
+
+void GraphRecorder::recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
+  GraphOp op;
+  op.dst = dst;
+  op.src = src;
+  op.bytes = bytes;
+  ops_.push_back(op);
+}
+
+Status GraphRecorder::runDirect(CUstream stream) {
+  for (GraphOp &op : ops_) {
+    if (!op.fn) {
+      FM_RETURN_IF_ERROR(check(api_, api_.cuMemcpyDtoDAsync(op.dst, op.src, op.bytes, stream),
+                               "cuMemcpyDtoDAsync"));
+      continue;
+    }
+    void *pointers[GraphOp::kMaxArgs];
+    for (int i = 0; i < op.numArgs; ++i)
+      pointers[i] = &op.args[i];
+    FM_RETURN_IF_ERROR(check(api_,
+                             api_.cuLaunchKernel(op.fn, op.grid[0], op.grid[1], op.grid[2],
+                                                 op.block[0], op.block[1], op.block[2], 0,
+                                                 stream, pointers, nullptr),
+                             "cuLaunchKernel"));
+  }
+  return Status::ok();
+}
+
+Status GraphRecorder::capture(CUstream stream, CUgraph *graph) {
+  if (CUresult r = api_.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+      r != CUDA_SUCCESS)
+    return check(api_, r, "cuStreamBeginCapture");
+  Status launched = runDirect(stream);
+  CUresult r = api_.cuStreamEndCapture(stream, graph);
+  FM_RETURN_IF_ERROR(launched);
+  return check(api_, r, "cuStreamEndCapture");
+}
+
+void GraphRecorder::disable(const std::string &why) {
+  std::fprintf(stderr, "fm: %s: CUDA graphs off, launching directly\n", why.c_str());
+  enabled_ = false;
+  dropGraphs();
+}
+
+void GraphRecorder::dropGraphs() {
+  for (auto &[shape, exec] : execs_)
+    api_.cuGraphExecDestroy(exec);
+  execs_.clear();
+}
+
+Status GraphRecorder::submit(CUstream stream) {
+  if (ops_.empty())
+    return Status::ok();
+  const bool enabled = enabled_ && api_.hasGraphs();
+  const uint64_t shape = enabled ? graphShape(ops_) : 0;
+  if (seen_.size() > kMaxShapesSeen)
+    seen_.clear(); // many one-off prefill lengths: count afresh
+  int &seen = seen_[shape];
+  seen = seen < 2 ? seen + 1 : 2;
+  auto exec = execs_.find(shape);
+  const GraphStep step = graphStep(enabled, seen, exec != execs_.end());
+  Status status = Status::ok();
+  if (step == GraphStep::Direct) {
+    status = runDirect(stream);
+    ops_.clear();
+    return status;
+  }
+  CUgraph graph = nullptr;
+  Status failed = capture(stream, &graph);
+  CUresult r = CUDA_SUCCESS;
+  if (!failed.isOk()) {
+    r = -1;
+  } else if (step == GraphStep::Update) {
+    CUgraphExecUpdateResultInfo info{};
+    // A failed update (the driver judged the topology changed) builds the
+    // graph anew, not an error.
+    if (api_.cuGraphExecUpdate(exec->second, graph, &info) != CUDA_SUCCESS) {
+      api_.cuGraphExecDestroy(exec->second);
+      execs_.erase(exec);
+      exec = execs_.end();
+    }
+  }
+  if (r == CUDA_SUCCESS && exec == execs_.end()) {
+    if (execs_.size() >= kMaxGraphs)
+      dropGraphs();
+    CUgraphExec made = nullptr;
+    r = api_.cuGraphInstantiate(&made, graph, 0);
+    failed = check(api_, r, "cuGraphInstantiate");
+    if (r == CUDA_SUCCESS)
+      exec = execs_.emplace(shape, made).first;
+  }
+  if (graph)
+    api_.cuGraphDestroy(graph);
+  if (r == CUDA_SUCCESS) {
+    r = api_.cuGraphLaunch(exec->second, stream);
+    failed = check(api_, r, "cuGraphLaunch");
+    if (r == CUDA_SUCCESS)
+      ++graphLaunches_;
+  }
+  if (r != CUDA_SUCCESS) {
+    disable(failed.message());
+    status = runDirect(stream);
+  }
+  ops_.clear();
+  return status;
+}
+
+} // namespace fm::hal::cuda

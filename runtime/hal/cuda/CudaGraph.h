@@ -1,0 +1,87 @@
+// CUDA graphs for a run's kernel launches: the launches of a segment
+// (what runs between two host synchronizations) are recorded, then
+// replayed on the stream as one graph: captured, and either instantiated
+// or, where an executable graph of the same shape exists, updated in place
+// with this run's parameters (positions, KV lengths change per token), so a
+// decode step costs one cuGraphLaunch instead of one launch per kernel.
+#pragma once
+
+#include "hal/cuda/CudaDriver.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fm::hal::cuda {
+
+/// One recorded stream operation: a kernel launch with its argument values
+/// (cuLaunchKernel's pointers are made to point at `args` at replay), or
+/// a device-to-device copy.
+struct GraphOp {
+  CUfunction fn = nullptr; // null: the copy
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  static constexpr int kMaxArgs = 16;
+  uint64_t args[kMaxArgs] = {};
+  int numArgs = 0;
+  CUdeviceptr dst = 0, src = 0;
+  uint64_t bytes = 0;
+};
+
+/// What a segment's graph depends on beyond the argument values: the
+/// sequence of kernels, their geometry, argument counts and the copies'
+/// sizes. Two segments with the same shape differ only in values, which
+/// cuGraphExecUpdate changes; a new shape needs a new executable graph.
+uint64_t graphShape(const std::vector<GraphOp> &ops);
+
+/// How a segment runs, given how often its shape was seen before (counting
+/// this time) and whether an executable graph of that shape exists: a
+/// shape seen once runs directly (a prefill length that does not come back
+/// pays no instantiation), from the second time it is instantiated, then
+/// updated and relaunched. Disabled (or after a failure): always direct.
+enum class GraphStep { Direct, Instantiate, Update };
+GraphStep graphStep(bool enabled, int timesSeen, bool haveExec);
+
+/// The most executable graphs kept (prefill lengths each make one); past
+/// it, all are dropped and built again as shapes return.
+constexpr size_t kMaxGraphs = 32;
+/// The most shapes whose sightings are counted.
+constexpr size_t kMaxShapesSeen = 1024;
+
+/// Records a stream's operations and replays them (submit). Not
+/// thread-safe: one per stream.
+class GraphRecorder {
+public:
+  GraphRecorder(const DriverApi &api, bool enabled) : api_(api), enabled_(enabled) {}
+  ~GraphRecorder();
+  GraphRecorder(const GraphRecorder &) = delete;
+  GraphRecorder &operator=(const GraphRecorder &) = delete;
+
+  void recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
+                    const uint64_t *args, int numArgs);
+  void recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  bool empty() const { return ops_.empty(); }
+  /// Runs the recorded operations on `stream` in order (as a graph or
+  /// directly, graphStep) and forgets them. A capture, instantiation or
+  /// update that fails turns graphs off for this recorder with one line on
+  /// stderr, and the operations run directly.
+  Status submit(CUstream stream);
+  bool enabled() const { return enabled_; }
+  /// Segments run as a graph launch so far (for tests and benchmarks).
+  int64_t graphLaunches() const { return graphLaunches_; }
+
+private:
+  Status runDirect(CUstream stream);
+  Status capture(CUstream stream, CUgraph *graph);
+  void disable(const std::string &why);
+  void dropGraphs();
+
+  const DriverApi &api_;
+  bool enabled_;
+  std::vector<GraphOp> ops_;
+  std::map<uint64_t, int> seen_;
+  std::map<uint64_t, CUgraphExec> execs_;
+  int64_t graphLaunches_ = 0;
+};
+
+} // namespace fm::hal::cuda
