@@ -16,7 +16,9 @@
 // in zmm; the zmm fold of one block's 16 x 16 C tile costs about as much as
 // the tile product itself. So the per-block epilogue (the group scales and
 // x's block scales) sets the speed, not the tile unit: ~45-60% of oneDNN's
-// single-scale s8s8s32 matmul for int8 x (fm-gemm-yardstick).
+// single-scale s8s8s32 matmul for int8 x (fm-gemm-yardstick). Balanced
+// group-32 weights at 2 or 4 bits, whose every unit is a whole group, take
+// rangeG32 instead: signed quants and accumulators held in registers.
 #include "kernels/qgemm_prepare.h"
 #include "kernels/qgemm_x86.h"
 
@@ -196,8 +198,174 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
   }
 }
 
+// ---------------------------------------------------------------------------
+// Group 32, balanced grid, 2 or 4 bits (w4 g32, the llama.cpp Q4_0 peer):
+// every 32-input unit is a whole group, so the per-block path above folds
+// every tile product into memory with two scales and the group offset. Here
+// instead:
+// - the quants enter as signed 2q - (2^b - 1) = 2 (q - c) (tdpbssd), so
+//   the grid offset is inside the integer dot and the fold needs no
+//   mo * xs term: y = sum_u dot_u * dx_u * (s_u / 2), exactly the same
+//   integer dots (|2 (q - c)| <= 15);
+// - one A tile (16 prepared rows) against D panels keeps its outputs in
+//   16 zmm registers across a chunk of units (int8x2: 8 x rows x 2
+//   panels, int8: 16 x rows x 1 panel), so a fold is cvt, mul, fma on
+//   registers (no accumulator load and store per unit);
+// - while the tile unit computes unit u, the fold of unit u - 1 runs.
+// A chunk's weights are unpacked (and signed) once into bs and its scales
+// halved into hs, then reused by every A tile of the range.
+// ---------------------------------------------------------------------------
+
+constexpr int kChunkBlocks = 8;                    // 512 inputs, 16 units
+constexpr int kChunkUnits = 2 * kChunkBlocks;      // of 32 inputs
+constexpr int kUnitTileBytes = 8 * 64;             // B tile of one unit
+
+template <int Bits>
+FM_GEMM_INLINE void unpackSigned(const uint8_t *block, uint8_t *rows) {
+  constexpr int V = 2 * Bits, P = 8 / Bits;
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
+  const __m512i top = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
+  for (int v = 0; v < V; ++v) {
+    const __m512i vec = _mm512_loadu_si512(block + 64 * v);
+    for (int j = 0; j < P; ++j) {
+      const __m512i q = _mm512_and_si512(
+          j ? _mm512_srli_epi16(vec, Bits * j) : vec, mask);
+      _mm512_store_si512(rows + 64 * (v + V * j),
+                         _mm512_sub_epi8(_mm512_add_epi8(q, q), top));
+    }
+  }
+}
+
+// Folds the stored C tiles (c[j]: 16 prepared rows x 16 int32, panel j) of
+// unit u into acc[i][j] for the tile's first `count` x rows.
+template <int D>
+FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
+                             int64_t ldd, int count, const __m512 *hs,
+                             __m512 (&acc)[16 / D][D]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < 16 / D; ++i) {
+    if (i >= count)
+      break;
+    const __m512 d = _mm512_set1_ps(dx[i * ldd]);
+#pragma GCC unroll 2
+    for (int j = 0; j < D; ++j) {
+      __m512i v = _mm512_load_si512(c[j] + 16 * D * i);
+      if constexpr (D == 2)
+        v = _mm512_add_epi32(_mm512_slli_epi32(v, 8),
+                             _mm512_load_si512(c[j] + 16 * D * i + 16));
+      acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), d),
+                                  hs[j], acc[i][j]);
+    }
+  }
+}
+
+template <int D, int Bits>
+void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
+              int64_t p1) {
+  constexpr int R = 16 / D; // x rows per A tile
+  const Act &a = p.act;
+  const int64_t rows = m1 - m0;
+  const int64_t tiles = (rows * D + 15) / 16;
+  const int64_t units = p.geo.blocks * 2;
+  alignas(64) uint8_t bs[2][kChunkUnits * kUnitTileBytes];
+  alignas(64) float hs[2][kChunkUnits][16];
+  alignas(64) int32_t cbuf[2][2][256];
+  alignas(64) float acc[kMaxUnitRows * 32];
+  for (int64_t pi = p0; pi < p1; pi += 2) {
+    const int panels = p1 - pi >= 2 ? 2 : 1;
+    const uint8_t *panel[2] = {p.w + pi * p.geo.panelBytes,
+                               p.w + (pi + panels - 1) * p.geo.panelBytes};
+    for (int64_t c0 = 0; c0 < units; c0 += kChunkUnits) {
+      const int cu = units - c0 < kChunkUnits ? int(units - c0) : kChunkUnits;
+      // Both panels (a lone panel twice: int8x2 computes both and drops
+      // the copy).
+      for (int j = 0; j < 2; ++j) {
+        for (int b = 0; b < cu / 2; ++b)
+          unpackSigned<Bits>(panel[j] + (c0 / 2 + b) * p.geo.blockBytes,
+                             bs[j] + b * 2 * kUnitTileBytes);
+        const uint8_t *sc = panel[j] + p.geo.scaleOffset + c0 * 32;
+        for (int u = 0; u < cu; ++u)
+          _mm512_store_ps(hs[j][u],
+                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                            reinterpret_cast<const __m256i *>(
+                                                sc + 32 * u))),
+                                        _mm512_set1_ps(0.5f)));
+      }
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t first = m0 + R * t;
+        const int count = int(m1 - first < R ? m1 - first : R);
+        // int8x2: both panels per A tile; int8: one panel per pass.
+        for (int j0 = 0; j0 < (D == 2 ? 1 : panels); ++j0) {
+          __m512 r[R][D];
+          for (int i = 0; i < R; ++i)
+            for (int j = 0; j < D; ++j)
+              r[i][j] = c0 == 0 || i >= count
+                            ? _mm512_setzero_ps()
+                            : _mm512_load_ps(acc + (first - m0 + i) * 32 +
+                                             16 * (j0 + j));
+          const int8_t *xa = a.xq + (m0 * D + 16 * t) * a.ldx + c0 * 32;
+          const float *dx = a.dx + first * a.ldd + c0;
+          for (int u = 0; u <= cu; ++u) {
+            if (u < cu) {
+              // Unit u on the tile unit: C tiles 2 (u & 1) + j.
+              _tile_loadd(4, xa + 32 * u, a.ldx);
+              _tile_loadd(6, bs[j0] + u * kUnitTileBytes, 64);
+              if (u & 1) {
+                _tile_zero(2);
+                _tile_dpbssd(2, 4, 6);
+              } else {
+                _tile_zero(0);
+                _tile_dpbssd(0, 4, 6);
+              }
+              if constexpr (D == 2) {
+                _tile_loadd(7, bs[1] + u * kUnitTileBytes, 64);
+                if (u & 1) {
+                  _tile_zero(3);
+                  _tile_dpbssd(3, 4, 7);
+                } else {
+                  _tile_zero(1);
+                  _tile_dpbssd(1, 4, 7);
+                }
+              }
+            }
+            if (u > 0) {
+              const int pu = u - 1;
+              __m512 h[D];
+              for (int j = 0; j < D; ++j)
+                h[j] = _mm512_load_ps(hs[j0 + j][pu]);
+              foldUnit<D>(cbuf[pu & 1], dx + pu, a.ldd, count, h, r);
+            }
+            if (u < cu) {
+              if (u & 1) {
+                _tile_stored(2, cbuf[1][0], 64);
+                if constexpr (D == 2)
+                  _tile_stored(3, cbuf[1][1], 64);
+              } else {
+                _tile_stored(0, cbuf[0][0], 64);
+                if constexpr (D == 2)
+                  _tile_stored(1, cbuf[0][1], 64);
+              }
+            }
+          }
+          for (int i = 0; i < count; ++i)
+            for (int j = 0; j < D; ++j)
+              _mm512_store_ps(acc + (first - m0 + i) * 32 + 16 * (j0 + j),
+                              r[i][j]);
+        }
+      }
+    }
+    K::store(p, acc, m0, m1, pi, panels);
+  }
+}
+
 template <int D>
 void range(const Params &p, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  if (p.act.unit == 32 && p.f.grid == QuantGrid::Balanced) {
+    if (p.f.bits == 4)
+      return rangeG32<D, 4>(p, m0, m1, p0, p1);
+    if (p.f.bits == 2)
+      return rangeG32<D, 2>(p, m0, m1, p0, p1);
+  }
   switch (p.f.bits) {
   case 2:
     return rangeBits<D, 2>(p, m0, m1, p0, p1);

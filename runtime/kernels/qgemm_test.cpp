@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -131,6 +132,29 @@ std::vector<float> runGemm(const testing::QMatmulProblem &p,
   return y;
 }
 
+// Every run of `runs` on 1 thread against the generic qmatmul (f32 x)
+// within the mode's rounding bound of x, and the same bits on `threads`.
+void expectMatchesGeneric(const testing::QMatmulProblem &p,
+                          const std::vector<uint8_t> &w,
+                          const std::vector<GemmRun> &runs, bool acc,
+                          std::initializer_list<int> threads) {
+  const int64_t M = p.M, K = p.K, N = p.N;
+  std::vector<float> yg = acc ? p.y0 : std::vector<float>(M * N);
+  qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+            p.w.data(), p.f, N, yg.data(), acc, nullptr);
+  for (const GemmRun &r : runs) {
+    const std::vector<float> y1 = runGemm(p, w, r, acc, 1);
+    for (int64_t i = 0; i < M * N; ++i)
+      ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+          << r.name << " " << formatName(p.f) << " M=" << M << " K=" << K
+          << " N=" << N << " acc=" << acc << " at " << i;
+    for (int t : threads)
+      ASSERT_EQ(runGemm(p, w, r, acc, t), y1)
+          << r.name << " " << formatName(p.f) << " M=" << M << " K=" << K
+          << " N=" << N << " threads=" << t;
+  }
+}
+
 // Every path and mode against the generic qmatmul (f32 x): within the
 // rounding bound of x for the mode (QMatmulProblem::tolerance), and the
 // same bits on 1, 2 and 3 threads.
@@ -152,22 +176,10 @@ TEST(QGemm, PathsMatchGenericQmatmul) {
           const std::vector<uint8_t> w =
               repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
           for (bool acc : {false, true}) {
-            std::vector<float> yg = acc ? p.y0 : std::vector<float>(M * N);
-            qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
-                      p.w.data(), f, N, yg.data(), acc, nullptr);
-            for (const GemmRun &r : runs) {
-              const std::vector<float> y1 = runGemm(p, w, r, acc, 1);
-              for (int64_t i = 0; i < M * N; ++i)
-                ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
-                    << r.name << " " << formatName(f) << " M=" << M
-                    << " K=" << K << " N=" << N << " acc=" << acc << " at "
-                    << i;
-              for (int threads : {2, 3})
-                ASSERT_EQ(runGemm(p, w, r, acc, threads), y1)
-                    << r.name << " " << formatName(f) << " M=" << M
-                    << " K=" << K << " N=" << N << " threads=" << threads;
-              ++checked;
-            }
+            expectMatchesGeneric(p, w, runs, acc, {2, 3});
+            if (::testing::Test::HasFatalFailure())
+              return;
+            checked += static_cast<int>(runs.size());
           }
         }
   std::printf("  %d (path, format, shape, accumulate) cases\n", checked);
@@ -226,6 +238,29 @@ TEST(QGemm, RowBandsAcrossThreads) {
     for (int threads : {2, 3})
       ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
           << r.name << " threads=" << threads;
+  }
+}
+
+// Balanced group 32 at 2 and 4 bits (AMX: rangeG32, signed quants and
+// register accumulators over chunks of 16 units): a K of several chunks
+// with a partial last one and an odd group count (padding unit), an odd
+// panel count, and a last A tile with few rows, on every path.
+TEST(QGemm, GroupThirtyTwoAcrossChunks) {
+  if (!gemmPathAvailable(GemmPath::Amx))
+    std::printf("  [ SKIPPED ] amx: not available on %s\n", cpuName().c_str());
+  const std::vector<GemmRun> runs = availableRuns();
+  uint32_t seed = 3200;
+  for (int bits : {2, 4}) {
+    const QuantFormat f{bits, 32, QuantGrid::Balanced};
+    const int64_t M = 21, K = 33 * 32, N = 40;
+    const testing::QMatmulProblem p(f, M, K, N, seed++);
+    const std::vector<uint8_t> w =
+        repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+    for (bool acc : {false, true}) {
+      expectMatchesGeneric(p, w, runs, acc, {2});
+      if (::testing::Test::HasFatalFailure())
+        return;
+    }
   }
 }
 
