@@ -17,6 +17,9 @@ set(FM_METAL_SHADERS
   "matmul_f32|matmul.comp|-DWKIND=0"
   "matmul_f16|matmul.comp|-DWKIND=1"
   "matmul_q|matmul.comp|-DWKIND=2"
+  "matmul_lora_f32|matmul.comp|-DWKIND=0 -DLORA=1"
+  "matmul_lora_f16|matmul.comp|-DWKIND=1 -DLORA=1"
+  "matmul_lora_q|matmul.comp|-DWKIND=2 -DLORA=1"
   "embed_f32|embed.comp|-DWKIND=0"
   "embed_f16|embed.comp|-DWKIND=1"
   "embed_q|embed.comp|-DWKIND=2"
@@ -44,7 +47,7 @@ set(FM_METAL_SHADERS
 set(FM_METAL_DIR ${CMAKE_CURRENT_LIST_DIR})
 # The table must be Vulkan.cmake's, entry for entry.
 file(READ ${FM_METAL_DIR}/../vulkan/Vulkan.cmake _vk)
-string(REGEX MATCHALL "\"[a-z0-9_]+\\|[a-z_]+\\.comp\\|[^\"]*\"" _vk_entries "${_vk}")
+string(REGEX MATCHALL "\"[a-z0-9_]+\\|[a-z0-9_]+\\.comp\\|[^\"]*\"" _vk_entries "${_vk}")
 list(LENGTH _vk_entries _vk_n)
 list(LENGTH FM_METAL_SHADERS _mtl_n)
 foreach(_entry ${FM_METAL_SHADERS})

@@ -26,8 +26,9 @@ set(FM_VULKAN_SHADERS
   "moe_down_f16|moe_down.comp|-DWKIND=1"
   "moe_down_q|moe_down.comp|-DWKIND=2"
   "moe_combine|moe_combine.comp|"
-  # The unfused up product: the Metal device's (its table must be a subset
-  # of this one); the Vulkan device fuses it into matmul_lora_*.
+  # The unfused up product: the Metal device's (Metal.cmake's table must
+  # equal this one), and the Vulkan device's where matmul_lora_* binds more
+  # storage buffers than the device allows (VulkanLora.cpp).
   "lora_up_f16|lora_up.comp|-DWKIND=1"
   "lora_up_q|lora_up.comp|-DWKIND=2"
   "bias_act|bias_act.comp|"

@@ -229,6 +229,8 @@ VulkanOptions VulkanOptions::fromEnvironment() {
     o.deviceIndex = std::atoi(d);
   if (const char *v = std::getenv("FM_VULKAN_VALIDATION"); v && *v && *v != '0')
     o.validation = true;
+  if (const char *n = std::getenv("FM_VULKAN_MAX_STORAGE_BUFFERS"); n && *n)
+    o.maxStorageBuffers = uint32_t(std::strtoul(n, nullptr, 10));
   return o;
 }
 
@@ -332,6 +334,9 @@ Status VulkanContext::init(const VulkanOptions &options) {
   maxRange_ = props_.limits.maxStorageBufferRange;
   if (options.maxRange > 0)
     maxRange_ = std::min<uint64_t>(maxRange_, options.maxRange);
+  storageBuffers_ = props_.limits.maxPerStageDescriptorStorageBuffers;
+  if (options.maxStorageBuffers > 0)
+    storageBuffers_ = std::min(storageBuffers_, options.maxStorageBuffers);
   offsetAlign_ = std::max<uint64_t>(
       16, props_.limits.minStorageBufferOffsetAlignment);
   uint32_t nf = 0;

@@ -29,6 +29,12 @@ struct VulkanOptions {
   /// > 0: the most bytes one storage-buffer binding covers, if below the
   /// device's maxStorageBufferRange (tests of the sub-range splitting).
   uint64_t maxRange = 0;
+  /// > 0: the most storage buffers one kernel may bind, if below the
+  /// device's maxPerStageDescriptorStorageBuffers (Vulkan guarantees 4;
+  /// lavapipe reports far more). FM_VULKAN_MAX_STORAGE_BUFFERS sets it, so
+  /// that tests on lavapipe reach the paths of a device with few (the
+  /// unfused LoRA matmul, the refusal of kernels that bind more).
+  uint32_t maxStorageBuffers = 0;
   /// Host-visible device memory is not mapped: every upload and download
   /// goes through a staging buffer, as on a discrete GPU (tests).
   bool forceStaging = false;
@@ -74,6 +80,9 @@ public:
   /// a binding's offset.
   uint64_t maxRange() const { return maxRange_; }
   uint64_t offsetAlignment() const { return offsetAlign_; }
+  /// The most storage buffers one kernel binds (maxPerStageDescriptorStorageBuffers,
+  /// or VulkanOptions::maxStorageBuffers below it).
+  uint32_t storageBuffers() const { return storageBuffers_; }
   /// Timestamps on the compute queue, and nanoseconds per tick.
   bool timestamps() const { return timestamps_; }
   double timestampPeriod() const { return props_.limits.timestampPeriod; }
@@ -113,6 +122,7 @@ private:
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties memory_{};
   uint64_t maxRange_ = 0, offsetAlign_ = 0;
+  uint32_t storageBuffers_ = 0;
   bool timestamps_ = false;
   std::string description_;
   VkPipelineCache pipelineCache_ = VK_NULL_HANDLE;

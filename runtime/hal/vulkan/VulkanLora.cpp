@@ -11,6 +11,12 @@
 // the rest in dispatches of the same shader with K = 0 (no base product)
 // that add to y. t lives in the queue's scratch; the sets that bind it are
 // written when the kernel first runs on a queue (as the MoE kernel's).
+//
+// The fused variant binds kFusedBindings storage buffers; Vulkan guarantees
+// only 4 per shader stage. A device that allows fewer runs the LoRA matmul
+// unfused in kernels of 3 bindings each: the downs, the base matmul's own
+// dispatches, then one up product y += s·t·Bᵀ per term (shaders/lora_up.comp,
+// as on the Metal device).
 #include "hal/vulkan/VulkanDevice.h"
 #include "hal/vulkan/VulkanKernelUtil.h"
 #include "hal/vulkan/VulkanMatmulPlan.h"
@@ -25,6 +31,7 @@ namespace {
 using gpu::kLoraTerms;
 using gpu::LoraMatmulPush;
 using gpu::LoraMatmulTerm;
+using UpPush = gpu::LoraUpPush;
 
 // The fused dispatch's storage buffers: x, w, y, t and a Bᵀ per term.
 constexpr uint32_t kFusedBindings = 4 + kLoraTerms;
@@ -74,6 +81,8 @@ public:
       FM_RETURN_IF_ERROR(q.dispatch(*downs_[i].pipeline, downs_[i].set, &push,
                                     downs_[i].gx, downs_[i].gy, ceilDiv(M, kMr), i > 0));
     }
+    if (!bases_.empty())
+      return runUnfused(q, l);
     // Then the fused dispatches: one barrier for t, then disjoint blocks of
     // y, except the extra terms' dispatches, which add to columns written
     // before them.
@@ -92,6 +101,33 @@ public:
 
 private:
   explicit LoraKernel(VulkanDevice &dev) : dev_(dev), sets_(dev.sharedContext()) {}
+
+  /// The unfused path after the downs: the base dispatches (disjoint blocks
+  /// of y; they read none of t), then the ups, each after a barrier where
+  /// it adds to what an up since the last barrier wrote. A skipped
+  /// dispatch's barrier goes to the next one that runs.
+  Status runUnfused(VulkanQueue &q, const Launch &l) const {
+    for (const Base &b : bases_) {
+      if (b.m0 >= l.rows)
+        continue;
+      MatmulPush push = b.push;
+      push.M = uint32_t(std::min(b.rows, l.rows - b.m0));
+      FM_RETURN_IF_ERROR(
+          q.dispatch(*b.pipeline, b.set, &push, b.gx, b.gy, ceilDiv(push.M, kMr), true));
+    }
+    bool barrier = false;
+    for (const Up &u : ups_) {
+      barrier = barrier || !u.independent;
+      if (u.m0 >= l.rows)
+        continue;
+      UpPush push = u.push;
+      push.M = uint32_t(std::min(u.rows, l.rows - u.m0));
+      FM_RETURN_IF_ERROR(
+          q.dispatch(*u.pipeline, u.set, &push, u.gx, u.gy, ceilDiv(push.M, kMr), !barrier));
+      barrier = false;
+    }
+    return Status::ok();
+  }
 
   struct Down {
     const Pipeline *pipeline = nullptr;
@@ -115,6 +151,24 @@ private:
     int64_t col0 = 0, rows = 0;
     LoraMatmulTerm push{}; // col0 relative to column 0 of the matmul
   };
+  // Unfused: a dispatch of the base matmul, and one term's up product for
+  // activation rows [m0, m0 + rows).
+  struct Base {
+    const Pipeline *pipeline = nullptr;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    int64_t m0 = 0, rows = 0;
+    MatmulPush push{};
+    uint32_t gx = 1, gy = 1;
+  };
+  struct Up {
+    const Pipeline *pipeline = nullptr;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    BoundRange bt, y; // binding 0 (t) is written by bind()
+    int64_t m0 = 0, rows = 0;
+    bool independent = false; // no up since the last barrier wrote its block
+    UpPush push{};
+    uint32_t gx = 1, gy = 1;
+  };
 
   /// Points every set's t binding at `scratch`.
   Status bind(const VulkanBuffer &scratch) const {
@@ -129,17 +183,13 @@ private:
       ranges[3] = *t;
       sets.write(f.set, ranges);
     }
+    for (const Up &u : ups_)
+      sets.write(u.set, {*t, u.bt, u.y});
     return Status::ok();
   }
 
   Status init(const MatmulDesc &d) {
     VulkanContext &ctx = dev_.context();
-    const uint32_t storage = ctx.properties().limits.maxPerStageDescriptorStorageBuffers;
-    if (storage < kFusedBindings)
-      return Status::error("vulkan: the fused LoRA matmul binds " +
-                           std::to_string(kFusedBindings) +
-                           " storage buffers; this device allows " + std::to_string(storage) +
-                           " per shader stage");
     auto x = bindRows(ctx, d.x, 0, d.maxRows, "LoRA matmul input");
     if (!x)
       return x.status();
@@ -176,8 +226,87 @@ private:
     auto plan = planMatmul(ctx, d);
     if (!plan)
       return plan.status();
+    if (ctx.storageBuffers() < kFusedBindings)
+      return initUnfused(d, *plan, tCol);
     for (const MatmulPart &p : *plan)
       FM_RETURN_IF_ERROR(addPart(p, terms, *y));
+    return Status::ok();
+  }
+
+  /// The unfused path: the base parts in the plain matmul shader, then per
+  /// term and per binding of y's rows an up product.
+  Status initUnfused(const MatmulDesc &d, const std::vector<MatmulPart> &plan,
+                     const std::vector<int64_t> &tCol) {
+    VulkanContext &ctx = dev_.context();
+    for (const MatmulPart &p : plan) {
+      auto pipeline =
+          dev_.pipelines().get("matmul_" + p.b.suffix, 3, sizeof(MatmulPush), p.b.spec);
+      if (!pipeline)
+        return pipeline.status();
+      auto set = sets_.make(**pipeline, {p.x, p.wr, p.y});
+      if (!set)
+        return set.status();
+      bases_.push_back({*pipeline, *set, p.m0, p.rows, p.push, p.gx, p.gy});
+    }
+    const int64_t mChunk = rowsPerBinding(ctx, d.y);
+    if (mChunk <= 0)
+      return Status::error("vulkan: LoRA matmul output rows exceed one binding");
+    // The blocks (columns x rows) the ups wrote since the last barrier.
+    struct Block {
+      int64_t c0, c1, m0, m1;
+    };
+    std::vector<Block> written;
+    for (size_t i = 0; i < d.lora.size(); ++i) {
+      const LoraTerm &lt = d.lora[i];
+      WeightBinding b(lt.bt);
+      auto pipeline = dev_.pipelines().get("lora_up_" + b.suffix, 3, sizeof(UpPush), b.spec);
+      if (!pipeline)
+        return pipeline.status();
+      auto bt = bindRange(ctx, vbuf(lt.bt.buffer), lt.bt.offset, lt.bt.bytes, b.elemSize,
+                          "LoRA B^T '" + lt.bt.name + "'");
+      if (!bt)
+        return bt.status();
+      const uint32_t N = uint32_t(lt.rows);
+      for (int64_t m0 = 0; m0 < d.maxRows; m0 += mChunk) {
+        Up u;
+        u.pipeline = *pipeline;
+        u.bt = *bt;
+        u.m0 = m0;
+        u.rows = std::min(mChunk, d.maxRows - m0);
+        auto y = bindRows(ctx, d.y, m0, u.rows, "LoRA matmul output");
+        if (!y)
+          return y.status();
+        u.y = *y;
+        const Block blk{lt.col0, lt.col0 + lt.rows, m0, m0 + u.rows};
+        u.independent = !ups_.empty(); // the first waits for t and the base
+        for (const Block &w : written)
+          if (w.c0 < blk.c1 && blk.c0 < w.c1 && w.m0 < blk.m1 && blk.m0 < w.m1)
+            u.independent = false;
+        if (!u.independent)
+          written.clear();
+        written.push_back(blk);
+        foldTiles(ceilDiv(N, 64), &u.gx, &u.gy);
+        u.push = {uint32_t(m0 * rank_),
+                  uint32_t(rank_),
+                  uint32_t(tCol[i]),
+                  y->elem + uint32_t(lt.col0),
+                  uint32_t(d.y.stride),
+                  bt->elem,
+                  b.rowElems(lt.bt, N),
+                  uint32_t(lt.rank),
+                  N,
+                  0,
+                  u.gx,
+                  lt.scale};
+        // Until the first run binds the scratch, t's binding is y (never
+        // used).
+        auto set = sets_.make(**pipeline, {u.y, u.bt, u.y});
+        if (!set)
+          return set.status();
+        u.set = *set;
+        ups_.push_back(u);
+      }
+    }
     return Status::ok();
   }
 
@@ -354,6 +483,8 @@ private:
   DescriptorSets sets_;
   std::vector<Down> downs_;
   std::vector<Fused> fused_;
+  std::vector<Base> bases_; // unfused: the base matmul, then
+  std::vector<Up> ups_;     // the up products
   int64_t rank_ = 0; // Σ rank: t's columns
   uint64_t tBytes_ = 0;
   mutable VkBuffer bound_ = VK_NULL_HANDLE; // the scratch the sets point at

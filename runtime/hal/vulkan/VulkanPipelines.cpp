@@ -8,6 +8,16 @@
 
 namespace fm::hal::vk {
 
+Status checkStorageBuffers(const VulkanContext &ctx, uint32_t bindings,
+                           const std::string &kernel) {
+  if (bindings <= ctx.storageBuffers())
+    return Status::ok();
+  return Status::error("vulkan: kernel " + kernel + " binds " + std::to_string(bindings) +
+                       " storage buffers; this device allows " +
+                       std::to_string(ctx.storageBuffers()) +
+                       " per shader stage (maxPerStageDescriptorStorageBuffers)");
+}
+
 Expected<VkShaderModule> createShaderModule(VulkanContext &ctx,
                                             const uint32_t *words, size_t count) {
   VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -101,6 +111,7 @@ Expected<const Pipeline *> PipelineLibrary::get(const std::string &shader,
   std::string key = shader;
   for (uint32_t v : spec)
     key += ":" + std::to_string(v);
+  FM_RETURN_IF_ERROR(checkStorageBuffers(*ctx_, bindings, shader));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end())
     return static_cast<const Pipeline *>(it->second.get());

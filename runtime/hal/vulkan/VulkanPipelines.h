@@ -34,6 +34,12 @@ Expected<Pipeline> createPipeline(VulkanContext &ctx, VkShaderModule module,
                                   const std::vector<uint32_t> &spec);
 void destroyPipeline(VulkanContext &ctx, Pipeline &p);
 
+/// An error naming `kernel` when it binds more storage buffers than one
+/// shader stage of the device may (VulkanContext::storageBuffers): such a
+/// layout is invalid, so it is refused before Vulkan sees it.
+Status checkStorageBuffers(const VulkanContext &ctx, uint32_t bindings,
+                           const std::string &kernel);
+
 Expected<VkShaderModule> createShaderModule(VulkanContext &ctx,
                                             const uint32_t *words, size_t count);
 

@@ -502,51 +502,176 @@ TEST_F(VulkanKernels, MatmulWithLoraSplitsBindingsPastTheRangeLimit) {
   }
 }
 
+// A device that allows 4 storage buffers per stage (all Vulkan guarantees;
+// the fused variant binds 7): the LoRA matmul runs unfused.
+vk::VulkanOptions fourStorageBuffers() {
+  vk::VulkanOptions o = testOptions();
+  o.maxStorageBuffers = 4;
+  return o;
+}
+
+TEST_F(VulkanKernels, MatmulWithLoraUnfusedOnFourStorageBuffersEveryWeightFormat) {
+  // The adapters of MatmulWithLoraAdaptersEveryWeightFormat: the same
+  // downs, then the base matmul (1 dispatch) and one up product per term
+  // (3) instead of one fused dispatch.
+  reopen(fourStorageBuffers());
+  for (const MatmulCase &c : matmulCases())
+    for (int64_t M : {1, 13})
+      for (bool q8 : {false, true}) {
+        if (c.kind == WeightKind::Quant && c.format.group == 128 && M == 13)
+          continue;
+        clearBuffers();
+        const uint64_t n = loraCase(c, M, {{q8, 4, 0.75f, true, true}, {!q8, 3, -1.25f, true, false}},
+                                    q8 ? "unfused q8+f16 LoRA" : "unfused f16+q8 LoRA");
+        if (HasFatalFailure())
+          return;
+        EXPECT_EQ(n, (q8 ? 2u : 1u) + 1u + 1u + 3u) << c.name << " M=" << M;
+      }
+}
+
+TEST_F(VulkanKernels, MatmulWithLoraUnfusedManyTermsAndSplitBindings) {
+  // Four adapters on w0 (no kLoraTerms limit unfused: 4 downs, 1 base, 5
+  // ups); then 4 KiB bindings, where the base splits by weight rows.
+  reopen(fourStorageBuffers());
+  const MatmulCase c = matmulCases()[5];
+  const uint64_t n = loraCase(c, 13,
+                              {{false, 4, 0.75f, true, true},
+                               {true, 3, -1.25f, true, false},
+                               {false, 2, 0.5f, true, false},
+                               {true, 5, 2.0f, true, false}},
+                              "unfused 4 adapters");
+  if (HasFatalFailure())
+    return;
+  EXPECT_EQ(n, 4u + 1u + 5u);
+  vk::VulkanOptions small = fourStorageBuffers();
+  small.maxRange = 4096;
+  reopen(small);
+  for (const MatmulCase &sc : {matmulCases()[5], matmulCases()[1]}) {
+    clearBuffers();
+    loraCase(sc, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}},
+             "unfused split");
+    if (HasFatalFailure())
+      return;
+  }
+}
+
+TEST_F(VulkanKernels, KernelsOverTheStorageBufferLimitAreRefused) {
+  // The MoE experts' and the patch embedding's kernels bind 6 storage
+  // buffers: on a device that allows 4 they are refused, naming the kernel
+  // and the limit, before Vulkan sees the layout.
+  reopen(fourStorageBuffers());
+  const int64_t E = 2, K = 32, I = 16;
+  Blob blob;
+  const size_t router = blob.add(randomFloats(E * K, 1), {E, K}, WeightKind::F32);
+  std::vector<size_t> gate, up, down;
+  for (int64_t e = 0; e < E; ++e) {
+    gate.push_back(blob.add(randomFloats(I * K, 2), {I, K}, WeightKind::F32));
+    up.push_back(blob.add(randomFloats(I * K, 3), {I, K}, WeightKind::F32));
+    down.push_back(blob.add(randomFloats(K * I, 4), {K, I}, WeightKind::F32));
+  }
+  const int64_t ch = 3, H = 8, W = 8, p = 4, dim = 16;
+  const size_t pw = blob.add(randomFloats(dim * ch * p * p, 5), {dim, ch * p * p}, WeightKind::F32);
+  const size_t pb = blob.add(randomFloats(dim, 6), {dim}, WeightKind::F32);
+  importWeights(blob);
+  MoeDesc m;
+  m.x = rowsOf(gpu.buffer(std::vector<float>(K)), K, K);
+  m.y = rowsOf(gpu.buffer(std::vector<float>(K)), K, K);
+  m.router = blob.desc(gpu, router);
+  for (int64_t e = 0; e < E; ++e) {
+    m.gate.push_back(blob.desc(gpu, gate[e]));
+    m.up.push_back(blob.desc(gpu, up[e]));
+    m.down.push_back(blob.desc(gpu, down[e]));
+  }
+  m.topK = 1;
+  m.maxRows = 1;
+  m.activations = kernels::QActivations::F32;
+  auto moe = gpu.device->prepareMoe(m);
+  ASSERT_FALSE(moe.isOk());
+  EXPECT_NE(moe.message().find("kernel moe_up_f32 binds 6 storage buffers; this device allows 4"),
+            std::string::npos)
+      << moe.message();
+  PatchEmbedDesc pe;
+  pe.image = rowsOf(gpu.buffer(randomFloats(ch * H * W, 7)), ch * H * W, ch * H * W);
+  pe.out = rowsOf(gpu.buffer(std::vector<float>(4 * dim)), dim, dim);
+  pe.channels = ch;
+  pe.height = H;
+  pe.width = W;
+  pe.patch = p;
+  pe.weight = blob.desc(gpu, pw);
+  pe.bias = blob.desc(gpu, pb);
+  auto patch = gpu.device->preparePatchEmbed(pe);
+  ASSERT_FALSE(patch.isOk());
+  EXPECT_NE(patch.message().find("kernel patch_embed binds 6 storage buffers; this device allows 4"),
+            std::string::npos)
+      << patch.message();
+  // A device that allows 6 runs them (the limit is the device's, not a
+  // fixed one).
+  vk::VulkanOptions six = testOptions();
+  six.maxStorageBuffers = 6;
+  reopen(six);
+  importWeights(blob);
+  m.x.buffer = gpu.buffer(std::vector<float>(K));
+  m.y.buffer = gpu.buffer(std::vector<float>(K));
+  m.router = blob.desc(gpu, router);
+  for (int64_t e = 0; e < E; ++e) {
+    m.gate[e] = blob.desc(gpu, gate[e]);
+    m.up[e] = blob.desc(gpu, up[e]);
+    m.down[e] = blob.desc(gpu, down[e]);
+  }
+  auto ok = gpu.device->prepareMoe(m);
+  EXPECT_TRUE(ok.isOk()) << ok.message();
+}
+
 TEST_F(VulkanKernels, LoraScaleZeroAndDetachingGiveTheBaseBitForBit) {
   // The fused output stage adds nothing at scale 0 (y bit for bit the base
   // kernel's), and the base kernel after an adapter's run (a detached
-  // session) is the base bit for bit.
-  const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
-  const int64_t K = 64, N = 40, M = 3;
-  Blob blob;
-  const size_t w = blob.add(randomFloats(N * K, 41), {N, K}, WeightKind::Quant, q4);
-  const size_t a = blob.add(randomFloats(4 * K, 42, 0.3f), {4, K}, WeightKind::Quant, f8);
-  const size_t bt = blob.add(randomFloats(4 * N, 43, 0.3f), {4, N}, WeightKind::F16);
-  importWeights(blob);
-  const std::vector<float> x = randomFloats(M * K, 44);
-  auto run = [&](const std::vector<float> &scales) {
-    MatmulDesc d;
-    d.x = rowsOf(gpu.buffer(x), K, K);
-    Buffer *y = gpu.buffer(std::vector<float>(M * N, 0.0f));
-    d.y = rowsOf(y, N, N);
-    d.k = K;
-    d.n = N;
-    d.weights = {blob.desc(gpu, w)};
-    d.maxRows = M;
-    for (float s : scales) {
-      LoraTerm t;
-      t.a = blob.desc(gpu, a);
-      t.bt = blob.desc(gpu, bt);
-      t.rank = 4;
-      t.rows = N;
-      t.scale = s;
-      d.lora.push_back(t);
-    }
-    auto k = gpu.device->prepareMatmul(d);
-    EXPECT_TRUE(k.isOk()) << k.message();
-    QueueOptions qo;
-    qo.scratchBytes = (*k)->scratchBytes();
-    auto q = gpu.device->createQueue(qo);
-    EXPECT_TRUE(q.isOk()) << q.message();
-    EXPECT_TRUE((*k)->run(**q, Launch{M, 0, nullptr}).isOk());
-    EXPECT_TRUE((*q)->flush().isOk());
-    return gpu.read(y);
-  };
-  const std::vector<float> base = run({});
-  EXPECT_EQ(run({0.0f}), base) << "scale 0";
-  EXPECT_EQ(run({0.0f, 0.0f}), base) << "two adapters at scale 0";
-  EXPECT_NE(run({1.0f}), base) << "the adapter changes y";
-  EXPECT_EQ(run({}), base) << "detached";
+  // session) is the base bit for bit; unfused (4 storage buffers) as well.
+  for (bool fused : {true, false}) {
+    if (!fused)
+      reopen(fourStorageBuffers());
+    const QuantFormat q4{4, 32, QuantGrid::Balanced}, f8{8, 32, QuantGrid::Balanced};
+    const int64_t K = 64, N = 40, M = 3;
+    Blob blob;
+    const size_t w = blob.add(randomFloats(N * K, 41), {N, K}, WeightKind::Quant, q4);
+    const size_t a = blob.add(randomFloats(4 * K, 42, 0.3f), {4, K}, WeightKind::Quant, f8);
+    const size_t bt = blob.add(randomFloats(4 * N, 43, 0.3f), {4, N}, WeightKind::F16);
+    importWeights(blob);
+    const std::vector<float> x = randomFloats(M * K, 44);
+    auto run = [&](const std::vector<float> &scales) {
+      MatmulDesc d;
+      d.x = rowsOf(gpu.buffer(x), K, K);
+      Buffer *y = gpu.buffer(std::vector<float>(M * N, 0.0f));
+      d.y = rowsOf(y, N, N);
+      d.k = K;
+      d.n = N;
+      d.weights = {blob.desc(gpu, w)};
+      d.maxRows = M;
+      for (float s : scales) {
+        LoraTerm t;
+        t.a = blob.desc(gpu, a);
+        t.bt = blob.desc(gpu, bt);
+        t.rank = 4;
+        t.rows = N;
+        t.scale = s;
+        d.lora.push_back(t);
+      }
+      auto k = gpu.device->prepareMatmul(d);
+      EXPECT_TRUE(k.isOk()) << k.message();
+      QueueOptions qo;
+      qo.scratchBytes = (*k)->scratchBytes();
+      auto q = gpu.device->createQueue(qo);
+      EXPECT_TRUE(q.isOk()) << q.message();
+      EXPECT_TRUE((*k)->run(**q, Launch{M, 0, nullptr}).isOk());
+      EXPECT_TRUE((*q)->flush().isOk());
+      return gpu.read(y);
+    };
+    const std::vector<float> base = run({});
+    const char *how = fused ? "fused" : "unfused";
+    EXPECT_EQ(run({0.0f}), base) << how << ": scale 0";
+    EXPECT_EQ(run({0.0f, 0.0f}), base) << how << ": two adapters at scale 0";
+    EXPECT_NE(run({1.0f}), base) << how << ": the adapter changes y";
+    EXPECT_EQ(run({}), base) << how << ": detached";
+  }
 }
 
 TEST_F(VulkanKernels, LoraOfAnotherFormatIsRefused) {
