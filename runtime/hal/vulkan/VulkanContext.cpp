@@ -229,8 +229,16 @@ VulkanOptions VulkanOptions::fromEnvironment() {
     o.deviceIndex = std::atoi(d);
   if (const char *v = std::getenv("FM_VULKAN_VALIDATION"); v && *v && *v != '0')
     o.validation = true;
-  if (const char *n = std::getenv("FM_VULKAN_MAX_STORAGE_BUFFERS"); n && *n)
-    o.maxStorageBuffers = uint32_t(std::strtoul(n, nullptr, 10));
+  if (const char *n = std::getenv("FM_VULKAN_MAX_STORAGE_BUFFERS"); n && *n) {
+    char *end = nullptr;
+    const unsigned long v = std::strtoul(n, &end, 10);
+    if (*end || v == 0 || v > 1024) // a typo must not silently test the wrong path
+      std::fprintf(stderr,
+                   "fm: FM_VULKAN_MAX_STORAGE_BUFFERS='%s' is not a count in 1..1024; ignored\n",
+                   n);
+    else
+      o.maxStorageBuffers = uint32_t(v);
+  }
   return o;
 }
 

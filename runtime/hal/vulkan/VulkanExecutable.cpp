@@ -68,7 +68,7 @@ VulkanExecutable::load(std::shared_ptr<VulkanContext> ctx,
         pushBytes = pc->offset() + pc->size();
       }
     if (Status s = checkStorageBuffers(*ctx, bindings, "'" + f.name + "'"); !s)
-      return Status::error(where + s.message());
+      return Status::error(at + s.message());
     auto p = createPipeline(*ctx, e->module_, f.name.c_str(), bindings, pushBytes, {});
     if (!p)
       return Status::error(at + p.message());

@@ -81,7 +81,7 @@ public:
       FM_RETURN_IF_ERROR(q.dispatch(*downs_[i].pipeline, downs_[i].set, &push,
                                     downs_[i].gx, downs_[i].gy, ceilDiv(M, kMr), i > 0));
     }
-    if (!bases_.empty())
+    if (base_)
       return runUnfused(q, l);
     // Then the fused dispatches: one barrier for t, then disjoint blocks of
     // y, except the extra terms' dispatches, which add to columns written
@@ -102,19 +102,13 @@ public:
 private:
   explicit LoraKernel(VulkanDevice &dev) : dev_(dev), sets_(dev.sharedContext()) {}
 
-  /// The unfused path after the downs: the base dispatches (disjoint blocks
-  /// of y; they read none of t), then the ups, each after a barrier where
+  /// The unfused path after the downs: the plain matmul kernel (its first
+  /// dispatch takes a barrier it does not need, as it reads none of t: the
+  /// price of running the plain kernel itself), then the ups, each after a barrier where
   /// it adds to what an up since the last barrier wrote. A skipped
   /// dispatch's barrier goes to the next one that runs.
   Status runUnfused(VulkanQueue &q, const Launch &l) const {
-    for (const Base &b : bases_) {
-      if (b.m0 >= l.rows)
-        continue;
-      MatmulPush push = b.push;
-      push.M = uint32_t(std::min(b.rows, l.rows - b.m0));
-      FM_RETURN_IF_ERROR(
-          q.dispatch(*b.pipeline, b.set, &push, b.gx, b.gy, ceilDiv(push.M, kMr), true));
-    }
+    FM_RETURN_IF_ERROR(base_->run(q, l));
     bool barrier = false;
     for (const Up &u : ups_) {
       barrier = barrier || !u.independent;
@@ -151,15 +145,7 @@ private:
     int64_t col0 = 0, rows = 0;
     LoraMatmulTerm push{}; // col0 relative to column 0 of the matmul
   };
-  // Unfused: a dispatch of the base matmul, and one term's up product for
-  // activation rows [m0, m0 + rows).
-  struct Base {
-    const Pipeline *pipeline = nullptr;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    int64_t m0 = 0, rows = 0;
-    MatmulPush push{};
-    uint32_t gx = 1, gy = 1;
-  };
+  // Unfused: one term's up product for activation rows [m0, m0 + rows).
   struct Up {
     const Pipeline *pipeline = nullptr;
     VkDescriptorSet set = VK_NULL_HANDLE;
@@ -227,27 +213,25 @@ private:
     if (!plan)
       return plan.status();
     if (ctx.storageBuffers() < kFusedBindings)
-      return initUnfused(d, *plan, tCol);
+      return initUnfused(d, tCol);
     for (const MatmulPart &p : *plan)
       FM_RETURN_IF_ERROR(addPart(p, terms, *y));
     return Status::ok();
   }
 
-  /// The unfused path: the base parts in the plain matmul shader, then per
-  /// term and per binding of y's rows an up product.
-  Status initUnfused(const MatmulDesc &d, const std::vector<MatmulPart> &plan,
-                     const std::vector<int64_t> &tCol) {
+  /// The unfused path: the plain matmul kernel of the base weights (the
+  /// bias and activation stay in prepareMatmul's epilogue after this
+  /// kernel), then per term and per binding of y's rows an up product.
+  Status initUnfused(const MatmulDesc &d, const std::vector<int64_t> &tCol) {
     VulkanContext &ctx = dev_.context();
-    for (const MatmulPart &p : plan) {
-      auto pipeline =
-          dev_.pipelines().get("matmul_" + p.b.suffix, 3, sizeof(MatmulPush), p.b.spec);
-      if (!pipeline)
-        return pipeline.status();
-      auto set = sets_.make(**pipeline, {p.x, p.wr, p.y});
-      if (!set)
-        return set.status();
-      bases_.push_back({*pipeline, *set, p.m0, p.rows, p.push, p.gx, p.gy});
-    }
+    MatmulDesc plain = d;
+    plain.lora.clear();
+    plain.bias = WeightDesc{};
+    plain.activation = Activation::None;
+    auto base = dev_.prepareMatmul(plain);
+    if (!base)
+      return base.status();
+    base_ = std::move(*base);
     const int64_t mChunk = rowsPerBinding(ctx, d.y);
     if (mChunk <= 0)
       return Status::error("vulkan: LoRA matmul output rows exceed one binding");
@@ -483,7 +467,7 @@ private:
   DescriptorSets sets_;
   std::vector<Down> downs_;
   std::vector<Fused> fused_;
-  std::vector<Base> bases_; // unfused: the base matmul, then
+  std::unique_ptr<Kernel> base_; // unfused: the base matmul, then
   std::vector<Up> ups_;     // the up products
   int64_t rank_ = 0; // Σ rank: t's columns
   uint64_t tBytes_ = 0;

@@ -216,6 +216,7 @@ protected:
       if (s == &gpu) {
         lastDeviceMs_ = (*q)->deviceMs();
         lastDispatches_ = static_cast<vk::VulkanQueue &>(**q).dispatches();
+        lastBarriers_ = static_cast<vk::VulkanQueue &>(**q).barriers();
       }
     }
   }
@@ -246,6 +247,7 @@ protected:
   Side gpu, cpu;
   double lastDeviceMs_ = -1.0;
   uint64_t lastDispatches_ = 0; // the last runBoth's Vulkan dispatches
+  uint64_t lastBarriers_ = 0;   // and its barriers (the queue starts clean)
 };
 
 Rows rowsOf(Buffer *b, int64_t stride, int64_t width, uint64_t offsetFloats = 0) {
@@ -465,6 +467,7 @@ TEST_F(VulkanKernels, MatmulWithLoraAdaptersEveryWeightFormat) {
         if (HasFatalFailure())
           return;
         EXPECT_EQ(n, (q8 ? 2u : 1u) + 1u + 1u) << c.name << " M=" << M;
+        EXPECT_EQ(lastBarriers_, 1u) << c.name << " M=" << M; // t, then the fused dispatch
       }
 }
 
@@ -526,6 +529,11 @@ TEST_F(VulkanKernels, MatmulWithLoraUnfusedOnFourStorageBuffersEveryWeightFormat
         if (HasFatalFailure())
           return;
         EXPECT_EQ(n, (q8 ? 2u : 1u) + 1u + 1u + 3u) << c.name << " M=" << M;
+        // One before the plain base matmul (its own first dispatch); the ups
+        // in order w0·A1, w0·A2, w1·A1: one before the first (the base's y)
+        // and before w0·A2 (it adds to w0·A1's block); w1·A1's columns are
+        // its own, so it runs without one.
+        EXPECT_EQ(lastBarriers_, 3u) << c.name << " M=" << M;
       }
 }
 
@@ -543,6 +551,7 @@ TEST_F(VulkanKernels, MatmulWithLoraUnfusedManyTermsAndSplitBindings) {
   if (HasFatalFailure())
     return;
   EXPECT_EQ(n, 4u + 1u + 5u);
+  EXPECT_EQ(lastBarriers_, 5u); // the base's, one before each of w0's four ups; w1's none
   vk::VulkanOptions small = fourStorageBuffers();
   small.maxRange = 4096;
   reopen(small);
