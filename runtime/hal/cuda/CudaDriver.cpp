@@ -64,7 +64,9 @@ Loaded load() {
   bind(lib, "cuEventRecord", a.cuEventRecord, missing);
   bind(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
   bind(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
-  std::string optional; // the graph entry points: without them, no graphs
+  // The graph entry points (cuGraphExecUpdate_v2: CUDA 12+): without them
+  // hasGraphs() is false and every segment launches directly.
+  std::string optional;
   bind(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, optional);
   bind(lib, "cuStreamEndCapture", a.cuStreamEndCapture, optional);
   bind(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, optional);

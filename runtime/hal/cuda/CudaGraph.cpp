@@ -41,19 +41,24 @@ GraphStep graphStep(bool enabled, int timesSeen, bool haveExec) {
 
 GraphRecorder::~GraphRecorder() { dropGraphs(); }
 
-void GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
-                                 const unsigned (&block)[3], const uint64_t *args,
-                                 int numArgs) {
+Status GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
+                                   const unsigned (&block)[3], const uint64_t *args,
+                                   int numArgs) {
+  if (numArgs < 0 || numArgs > GraphOp::kMaxArgs)
+    return Status::error("cuda graph: a kernel launch with " + std::to_string(numArgs) +
+                         " arguments; a recorded launch holds at most " +
+                         std::to_string(GraphOp::kMaxArgs));
   GraphOp op;
   op.fn = fn;
   for (int d = 0; d < 3; ++d) {
     op.grid[d] = grid[d];
     op.block[d] = block[d];
   }
-  op.numArgs = numArgs < GraphOp::kMaxArgs ? numArgs : GraphOp::kMaxArgs;
+  op.numArgs = numArgs;
   for (int i = 0; i < op.numArgs; ++i)
     op.args[i] = args[i];
   ops_.push_back(op);
+  return Status::ok();
 }
 
 void GraphRecorder::recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {

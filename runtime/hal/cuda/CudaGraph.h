@@ -57,8 +57,11 @@ public:
   GraphRecorder(const GraphRecorder &) = delete;
   GraphRecorder &operator=(const GraphRecorder &) = delete;
 
-  void recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
-                    const uint64_t *args, int numArgs);
+  /// Refuses (and records nothing) a launch with more than
+  /// GraphOp::kMaxArgs arguments: replaying it short would launch the
+  /// kernel with missing parameters.
+  Status recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
+                      const uint64_t *args, int numArgs);
   void recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
   bool empty() const { return ops_.empty(); }
   /// Runs the recorded operations on `stream` in order (as a graph or

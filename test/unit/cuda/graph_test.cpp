@@ -91,10 +91,10 @@ CUfunction fn(uintptr_t id) { return reinterpret_cast<CUfunction>(id); }
 void recordStep(GraphRecorder &r, uint64_t position, unsigned rows = 4) {
   const unsigned grid[3] = {rows, 1, 1}, block[3] = {256, 1, 1};
   const uint64_t a[2] = {position, 7};
-  r.recordLaunch(fn(1), grid, block, a, 2);
+  ASSERT_TRUE(r.recordLaunch(fn(1), grid, block, a, 2).isOk());
   r.recordCopy(0x1000, 0x2000, 64);
   const uint64_t b[1] = {position + 1};
-  r.recordLaunch(fn(2), grid, block, b, 1);
+  ASSERT_TRUE(r.recordLaunch(fn(2), grid, block, b, 1).isOk());
 }
 
 class CudaGraph : public ::testing::Test {
@@ -215,6 +215,20 @@ TEST_F(CudaGraph, DisabledOrWithoutGraphEntryPointsAlwaysDirect) {
     }
     EXPECT_EQ(r.graphLaunches(), 0);
   }
+}
+
+TEST_F(CudaGraph, LaunchWithTooManyArgumentsIsRefusedNotCut) {
+  const DriverApi api = fakeApi(true);
+  GraphRecorder r(api, true);
+  const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+  uint64_t args[GraphOp::kMaxArgs + 1] = {};
+  EXPECT_TRUE(r.recordLaunch(fn(1), grid, block, args, GraphOp::kMaxArgs).isOk());
+  const Status s = r.recordLaunch(fn(2), grid, block, args, GraphOp::kMaxArgs + 1);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("17 arguments"), std::string::npos) << s.message();
+  ASSERT_TRUE(r.submit(nullptr).isOk());
+  ASSERT_EQ(gLog.size(), 1u); // only the launch that fit ran
+  EXPECT_EQ(gLog.front().rfind("launch 1", 0), 0u) << gLog.front();
 }
 
 } // namespace
