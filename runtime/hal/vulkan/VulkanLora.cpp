@@ -179,7 +179,13 @@ private:
     auto x = bindRows(ctx, d.x, 0, d.maxRows, "LoRA matmul input");
     if (!x)
       return x.status();
-    auto y = bindRows(ctx, d.y, 0, d.maxRows, "LoRA matmul output");
+    // y's first rows (those one binding covers) only stand in for bindings
+    // no dispatch reads; the dispatches bind y per part of its rows, so a
+    // long prefill's output may outgrow one binding.
+    const int64_t yRows = std::min(d.maxRows, rowsPerBinding(ctx, d.y));
+    if (yRows <= 0)
+      return Status::error("vulkan: a row of the LoRA matmul output exceeds one binding");
+    auto y = bindRows(ctx, d.y, 0, yRows, "LoRA matmul output");
     if (!y)
       return y.status();
     std::vector<int64_t> tCol;

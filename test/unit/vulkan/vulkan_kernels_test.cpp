@@ -248,6 +248,7 @@ protected:
   double lastDeviceMs_ = -1.0;
   uint64_t lastDispatches_ = 0; // the last runBoth's Vulkan dispatches
   uint64_t lastBarriers_ = 0;   // and its barriers (the queue starts clean)
+  int64_t loraYPad_ = 9;        // loraCase's y row stride past its n0 + n1
 };
 
 Rows rowsOf(Buffer *b, int64_t stride, int64_t width, uint64_t offsetFloats = 0) {
@@ -374,7 +375,7 @@ uint64_t VulkanKernels::loraCase(const MatmulCase &c, int64_t M,
                                  const std::vector<LoraSpec> &specs,
                                  const std::string &what) {
   const int64_t K = c.kind == WeightKind::Quant ? 3 * c.format.group : 96;
-  const int64_t n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + 9;
+  const int64_t n0 = 64, n1 = 32, xStride = K + 5, yStride = n0 + n1 + loraYPad_;
   const QuantFormat f8{8, 32, QuantGrid::Balanced};
   Blob base;
   const size_t w0 = base.add(randomFloats(n0 * K, 21), {n0, K}, c.kind, c.format);
@@ -497,12 +498,18 @@ TEST_F(VulkanKernels, MatmulWithLoraSplitsBindingsPastTheRangeLimit) {
   vk::VulkanOptions small = testOptions();
   small.maxRange = 4096;
   reopen(small);
-  for (const MatmulCase &c : {matmulCases()[5], matmulCases()[1]}) {
-    clearBuffers();
-    loraCase(c, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}}, "split");
-    if (HasFatalFailure())
-      return;
-  }
+  // Then with y's rows padded to 1220 bytes: its 5 rows take two bindings
+  // while x's fit one (the fused dispatches bind y per part of its rows).
+  for (int64_t yPad : {9, 209})
+    for (const MatmulCase &c : {matmulCases()[5], matmulCases()[1]}) {
+      clearBuffers();
+      loraYPad_ = yPad;
+      loraCase(c, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}},
+               "split, y padded by " + std::to_string(yPad));
+      loraYPad_ = 9;
+      if (HasFatalFailure())
+        return;
+    }
 }
 
 // A device that allows 4 storage buffers per stage (all Vulkan guarantees;
@@ -555,13 +562,23 @@ TEST_F(VulkanKernels, MatmulWithLoraUnfusedManyTermsAndSplitBindings) {
   vk::VulkanOptions small = fourStorageBuffers();
   small.maxRange = 4096;
   reopen(small);
-  for (const MatmulCase &sc : {matmulCases()[5], matmulCases()[1]}) {
-    clearBuffers();
-    loraCase(sc, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}},
-             "unfused split");
-    if (HasFatalFailure())
-      return;
-  }
+  // Then y's rows padded to 1220 bytes: x's 5 rows fit one binding, y's
+  // take two (3 + 2 rows), so each of the 3 terms' ups runs once per
+  // binding of y (as a long prefill's gate/up output outgrows a binding
+  // before its input does).
+  for (int64_t yPad : {9, 209})
+    for (const MatmulCase &sc : {matmulCases()[5], matmulCases()[1]}) {
+      clearBuffers();
+      loraYPad_ = yPad;
+      const uint64_t n = loraCase(
+          sc, 5, {{false, 4, 0.75f, true, true}, {true, 3, -1.25f, true, false}},
+          "unfused split, y padded by " + std::to_string(yPad));
+      loraYPad_ = 9;
+      if (HasFatalFailure())
+        return;
+      const uint64_t ups = yPad == 209 ? 6u : 3u, downs = 2u;
+      EXPECT_GE(n, downs + 1u + ups) << sc.name << " yPad=" << yPad;
+    }
 }
 
 TEST_F(VulkanKernels, KernelsOverTheStorageBufferLimitAreRefused) {
