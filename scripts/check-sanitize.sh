@@ -54,7 +54,7 @@ stage() { # NAME COMMAND...: runs it; a failure stops here unless KEEP_GOING=1
 echo "check-sanitize: ASan + UBSan build in $ASAN_BUILD, TSan in $TSAN_BUILD"
 mkdir -p "$ASAN_BUILD"
 cmake -G Ninja -S "$SRC" -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
-  -DFM_WITH_MPI=OFF -DFM_SANITIZE=address,undefined \
+  -DFM_WITH_MPI=ON -DFM_SANITIZE=address,undefined \
   -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$ASAN_BUILD/configure.log" 2>&1 \
   || { cat "$ASAN_BUILD/configure.log"; exit 1; }
 JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
@@ -62,13 +62,14 @@ JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
 # runs: the benchmarks (bench/, *-bench, fm-gemm-yardstick, fm-stream-read:
 # timings mean nothing here), the NEON cross-builds and checks
 # (test/unit/neon, fm_vision_neon_check: uninstrumented, their qemu tests are
-# left out below) and the example app (no test). awk reads all of ninja's
-# output (an early exit would leave ninja writing into a closed pipe).
+# left out below; their ASan + UBSan builds, with the AArch64 gcc, run in
+# make check: cmake/FmNeonSanitize.cmake) and the example app (no test).
+# awk reads all of ninja's output (an early exit would leave ninja writing into a closed pipe).
 inputs() { ninja -C "$ASAN_BUILD" -t query "$1" | awk '/^  outputs:/ {out = 1} !out && /^    / {print $1}'; }
 leaves() { inputs "$1" | while read -r t; do
   case "$t" in */all) leaves "$t" ;; *) echo "$t" ;; esac
 done; }
-ASAN_TARGETS=$(leaves all | grep -Ev '^(bench/|test/unit/neon/)|/(fm_vision_neon_check|fm-gemm-yardstick|fm-stream-read|fm-example-generate|[^/]*-bench)$')
+ASAN_TARGETS=$(leaves all | grep -Ev '^(bench/|test/unit/neon/)|/(fm_vision_neon_check(_sanitize)?|fm-gemm-yardstick|fm-stream-read|fm-example-generate|[^/]*-bench)$')
 # Both builds at once, each with JOBS jobs: while one links (one job), the
 # other compiles.
 ninja -C "$ASAN_BUILD" -j"$JOBS" $ASAN_TARGETS > "$ASAN_BUILD/build.log" 2>&1 &
@@ -83,8 +84,8 @@ wait "$asan_pid" || asan_ok=0
 built=$(date +%s)
 # Left out: the tests that run no fmc code (python's own checks, ptxas on
 # the CUDA sources, the NEON check's uninstrumented cross-build under qemu,
-# the layering grep, the standalone runtime rebuild), runtime.mpi (this
-# build has no MPI), the vision benchmark,
+# the layering grep, the standalone runtime rebuild), the vision benchmark,
+# runtime.mpi (the mpi stage below runs it),
 # and the tests the stages below run their own way (lit, corrupt.flips).
 # Two at a time: most are single-threaded (one process after another), and
 # the threaded ones have serial stretches. FM_TEST_SAMPLE (default 4) has the
@@ -92,16 +93,26 @@ built=$(date +%s)
 # constrained generation) run 1/N of their cases: each case costs ~30x
 # under ASan, every code path still runs, and the plain build runs them all.
 stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
-  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi)$'
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon(\.sanitize)?|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi)$'
 units=$(date +%s)
 
 # Every lit test with this build's fmc, fm-opt and fm-run (its
-# lit.site.cfg's tools dir), the e2e runs included. MPI (not in this build)
-# and the tests on a Vulkan device (lavapipe, an uninstrumented driver; the
-# plain run has them) are left out.
+# lit.site.cfg's tools dir), the e2e runs included, those on a Vulkan device
+# too (lavapipe: fmc's side of the device layer is instrumented, Mesa's
+# driver is not; the plain build runs them as ctest lit.gpu). The MPI runs
+# are the next stage.
 LIT=$(sed -n 's/^LLVM_LIT:FILEPATH=//p' "$PLAIN/CMakeCache.txt")
-stage lit "$LIT" -sv -j"$JOBS" --filter-out 'fm :: gpu/|mpi|device' "$ASAN_BUILD/test"
+stage lit "$LIT" -sv -j"$JOBS" --filter-out 'fm :: e2e/[^ ]*_mpi\.test' "$ASAN_BUILD/test"
 lit_done=$(date +%s)
+# The MPI runs (runtime.mpi, lit's e2e/*_mpi.test: mpirun starts this
+# build's fm-run on every rank), with Open MPI's own leaks suppressed by
+# library (scripts/lsan-openmpi.supp says why; fmc's leaks are still
+# reported) and the slow unwinder that reaches those libraries' frames.
+mpi_env=(ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+         LSAN_OPTIONS="suppressions=$SRC/scripts/lsan-openmpi.supp")
+stage mpi env "${mpi_env[@]}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -R '^runtime\.mpi$'
+stage mpi-lit env "${mpi_env[@]}" "$LIT" -sv -j"$JOBS" --filter 'fm :: e2e/[^ ]*_mpi\.test' "$ASAN_BUILD/test"
+mpi_done=$(date +%s)
 stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$ASAN_BUILD/bin/fmc" \
   --work "$ASAN_BUILD/flips" --offsets "${FLIP_OFFSETS:-500}" --run-every "${FLIP_RUN_EVERY:-5}" \
   --image-stride "${FLIP_IMAGE_STRIDE:-4}"
@@ -111,5 +122,6 @@ stage tsan env JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" test
 done_=$(date +%s)
 echo "check-sanitize: $([ -z "$failed" ] && echo passed || echo "FAILED ($failed )")" \
      "in $((done_ - start)) s (ASan+UBSan and TSan builds $((built - start)) s, ASan tests $((units - built)) s," \
-     "lit $((lit_done - units)) s, flips $((flips - lit_done)) s, TSan tests $((done_ - flips)) s)"
+     "lit $((lit_done - units)) s, MPI $((mpi_done - lit_done)) s, flips $((flips - mpi_done)) s," \
+     "TSan tests $((done_ - flips)) s)"
 [ -z "$failed" ]

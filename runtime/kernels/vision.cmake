@@ -88,6 +88,13 @@ if(FM_BUILD_TESTS AND FM_QEMU_AARCH64 AND EXISTS ${_fm_sysroot}/lib/libc.so.6 AN
   add_custom_target(fm_vision_neon_check ALL DEPENDS ${_fm_neon_out})
   add_test(NAME runtime.vision_kernels.neon
     COMMAND ${FM_QEMU_AARCH64} -L ${_fm_sysroot} ${_fm_neon_out})
+  # The same check under ASan + UBSan (cmake/FmNeonSanitize.cmake).
+  include(${PROJECT_SOURCE_DIR}/cmake/FmNeonSanitize.cmake)
+  fm_add_neon_sanitized_check(TEST runtime.vision_kernels.neon.sanitize
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/vision_neon_check_sanitize
+    MARCH armv8-a STD c++17
+    FLAGS -fno-trapping-math -DFM_KERNELS_NEON=1 -I${_fm_rt} -I${_fm_rt}/include
+    SOURCES ${_fm_neon_sources} DEPENDS ${_fm_neon_headers})
   unset(_fm_rt)
   unset(_fm_neon_sources)
   unset(_fm_neon_headers)
