@@ -103,6 +103,13 @@ class MatmulKernel final : public Kernel {
 public:
   static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
                                                 const MatmulDesc &d) {
+    // No LoRA side path here yet: running the base alone would give
+    // another model's output without a word.
+    if (!d.lora.empty())
+      return Status::error("cuda: LoRA adapters are not supported on the CUDA "
+                           "device yet (" + std::to_string(d.lora.size()) +
+                           " adapter term(s) on this matmul); the cpu and "
+                           "vulkan devices run them");
     std::unique_ptr<MatmulKernel> k(new MatmulKernel(dev, d));
     int64_t col = 0;
     bool dp4a = false;

@@ -137,11 +137,11 @@ std::string ptxWith(const std::vector<std::tuple<std::string, int, int>> &entrie
   for (const auto &[name, buffers, words] : entries) {
     ptx += ".visible .entry " + name + "(\n";
     int n = 0;
-    for (int i = 0; i < buffers * 5 + words; ++i)
+    for (int i = 0; i < buffers * 5 + words; ++i, ++n)
       ptx += std::string(n ? ",\n" : "") + "\t.param ." +
              (i < buffers * 5 ? (i % 5 < 2 ? "u64 .ptr .global .align 1 " : "u64 ")
                               : "u32 ") +
-             name + "_param_" + std::to_string(n++);
+             name + "_param_" + std::to_string(n);
     ptx += "\n)\n.reqntid 64, 1, 1\n{\n\tret;\n}\n";
   }
   return ptx;
@@ -477,6 +477,37 @@ TEST_F(Gpu, DenseMatvecTwoWeights) {
       }
       EXPECT_NEAR(got[m * N + n], ref, 1e-5 * mag + 1e-6) << m << "," << n;
     }
+}
+
+// The CUDA matmul has no LoRA side path: a matmul with adapter terms is
+// refused by name, never run as the base alone.
+TEST_F(Gpu, MatmulWithAdaptersIsRefused) {
+  const int64_t K = 32, N = 8;
+  auto wbuf = upload(std::vector<float>(size_t(N * K), 0.5f));
+  auto xbuf = upload(std::vector<float>(size_t(K), 1.0f));
+  auto ybuf = upload(std::vector<float>(size_t(N), 0.0f));
+  MatmulDesc d;
+  d.x = {xbuf.get(), 0, K, K};
+  d.y = {ybuf.get(), 0, N, N};
+  d.k = K;
+  d.n = N;
+  WeightDesc w;
+  w.buffer = wbuf.get();
+  w.bytes = uint64_t(N * K * 4);
+  w.kind = WeightKind::F32;
+  w.shape = {N, K};
+  d.weights = {w};
+  LoraTerm t;
+  t.a = w;
+  t.bt = w;
+  t.rank = 4;
+  t.rows = N;
+  d.lora = {t};
+  auto k = dev().prepareMatmul(d);
+  ASSERT_FALSE(k.isOk());
+  EXPECT_NE(k.message().find("LoRA adapters are not supported on the CUDA device"),
+            std::string::npos)
+      << k.message();
 }
 
 TEST_F(Gpu, EmbedEveryKind) {
