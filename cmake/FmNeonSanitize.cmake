@@ -16,8 +16,9 @@
 #
 #   fm_add_neon_sanitized_check(TEST NAME OUTPUT FILE MARCH ARCH STD STD
 #                               SOURCES ... DEPENDS ... [FLAGS ...])
-# adds the build (an ALL target, fm_ and OUTPUT's name) and the ctest NAME; does nothing, with one
-# status line, where the cross compiler or its ASan runtime is missing.
+# adds the build (an ALL target: fm_ and OUTPUT's file name) and the ctest
+# NAME; does nothing (one status line at configure) where the cross
+# compiler or its ASan runtime is missing.
 set(_fm_neon_asan_sysroot /usr/aarch64-linux-gnu)
 find_program(FM_AARCH64_GXX NAMES aarch64-linux-gnu-g++)
 if(FM_AARCH64_GXX)

@@ -7,17 +7,17 @@
 #      tokenizer, chat templates, images, grammars, adapters, the compiler's
 #      unit tests) and every libFuzzer target (fuzz.*: they are built only
 #      here, on this build's objects; cmake/FmFuzz.cmake),
-#   2. the lit tests (test/: dialects, passes, import, targets, adapters and
-#      the end-to-end runs against the numpy reference) with this build's
-#      fmc, fm-opt and fm-run,
+#   2. the lit tests (test/: dialects, passes, import, targets, adapters,
+#      the end-to-end runs against the numpy reference, on MPI ranks and on
+#      a Vulkan device too) with this build's fmc, fm-opt and fm-run,
 #   3. the corruption test (test/corrupt/flip_bytes.py) with this fmc,
 #      fm-run and loader: a changed byte is a clean error or a clean run, and
 #      touches no byte it must not;
 # and the threaded tests under TSan (scripts/check-tsan.sh). The runtime's
 # arenas, caches and scratch are heap blocks of their exact size in these
 # builds (FM_HEAP_HOST_MEMORY), so that overruns trap. Every sanitizer
-# report fails its test (scripts/sanitize-env.sh); there are no
-# suppressions.
+# report fails its test (scripts/sanitize-env.sh); the only suppressions
+# are the MPI stage's, of Open MPI's own leaks (scripts/lsan-openmpi.supp).
 #
 # Sized by measurement (the README has the numbers): both builds at -O1
 # (cmake/FmSanitize.cmake), built side by side so that neither core idles
@@ -64,7 +64,8 @@ JOBS="$JOBS" bash "$SRC/scripts/check-tsan.sh" "$TSAN_BUILD" configure
 # (test/unit/neon, fm_vision_neon_check: uninstrumented, their qemu tests are
 # left out below; their ASan + UBSan builds, with the AArch64 gcc, run in
 # make check: cmake/FmNeonSanitize.cmake) and the example app (no test).
-# awk reads all of ninja's output (an early exit would leave ninja writing into a closed pipe).
+# awk reads all of ninja's output (an early exit would leave ninja writing
+# into a closed pipe).
 inputs() { ninja -C "$ASAN_BUILD" -t query "$1" | awk '/^  outputs:/ {out = 1} !out && /^    / {print $1}'; }
 leaves() { inputs "$1" | while read -r t; do
   case "$t" in */all) leaves "$t" ;; *) echo "$t" ;; esac
