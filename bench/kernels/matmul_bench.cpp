@@ -8,6 +8,7 @@
 // 64-byte load across two cache lines).
 #include "kernels/matmul.h"
 #include "base/ThreadPool.h"
+#include "cold_bytes.h"
 
 #include <benchmark/benchmark.h>
 
@@ -22,8 +23,8 @@ namespace {
 
 using fm::kernels::MatmulPath;
 
-// Copies of w together at least this large (L3 here is 32 MiB).
-constexpr int64_t kColdBytes = int64_t(160) << 20;
+// Copies of w together at least this large (cold_bytes.h).
+const int64_t kColdBytes = fm::bench::coldBytes();
 
 fm::rt::ThreadPool *poolOf(int threads) {
   static std::unique_ptr<fm::rt::ThreadPool> pools[3];
@@ -72,8 +73,11 @@ template <typename W> void BM_Matmul(benchmark::State &state) {
   std::vector<std::unique_ptr<AlignedArray<W>>> w;
   for (int64_t c = 0; c < copies; ++c) {
     w.push_back(std::make_unique<AlignedArray<W>>(N * K));
-    for (int64_t i = 0; i < N * K; ++i)
-      w.back()->data[i] = weightValue<W>(dist(rng));
+    if (c > 0) // the values do not matter, only that each copy is apart
+      std::memcpy(w.back()->data, w[0]->data, sizeof(W) * N * K);
+    else
+      for (int64_t i = 0; i < N * K; ++i)
+        w.back()->data[i] = weightValue<W>(dist(rng));
   }
   AlignedArray<float> x(M * K), y(M * N);
   for (int64_t i = 0; i < M * K; ++i)

@@ -14,6 +14,7 @@
 #include "kernels/qmatmul.h"
 #include "kernels/quantize.h"
 #include "base/ThreadPool.h"
+#include "cold_bytes.h"
 
 #include <benchmark/benchmark.h>
 
@@ -31,8 +32,8 @@ using fm::kernels::QActivations;
 using fm::kernels::QuantFormat;
 using fm::kernels::QuantGrid;
 
-// Copies of w together at least this large (L3 here is 32 MiB).
-constexpr int64_t kColdBytes = int64_t(160) << 20;
+// Copies of w together at least this large (cold_bytes.h).
+const int64_t kColdBytes = fm::bench::coldBytes();
 
 fm::rt::ThreadPool *poolOf(int threads) {
   static std::unique_ptr<fm::rt::ThreadPool> pools[3];
@@ -88,7 +89,9 @@ void BM_QMatmul(benchmark::State &state) {
   std::vector<std::unique_ptr<AlignedBytes>> w;
   for (int64_t c = 0; c < copies; ++c) {
     w.push_back(std::make_unique<AlignedBytes>(weightBytes));
-    if (bits) {
+    if (c > 0) { // the values do not matter, only that each copy is apart
+      std::memcpy(w.back()->data, w[0]->data, static_cast<size_t>(weightBytes));
+    } else if (bits) {
       fillPacked(w.back()->data, f, N, K, rng);
     } else {
       float *wf = reinterpret_cast<float *>(w.back()->data);
