@@ -125,9 +125,6 @@ struct V {
       sum += _cvtsh_ss(h[i]) * f[i];
     return sum;
   }
-  static void prefetch(const uint8_t *p) {
-    _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T0);
-  }
   static void prefetchL2(const uint8_t *p) {
     _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T1);
   }

@@ -77,9 +77,6 @@ struct V {
     }
     return hsum(acc);
   }
-  static void prefetch(const uint8_t *p) {
-    _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T0);
-  }
   static void prefetchL2(const uint8_t *p) {
     _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T1);
   }

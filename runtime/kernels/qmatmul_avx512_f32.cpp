@@ -164,8 +164,7 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
     const int64_t tileBytes = kRows * c.rowBytes;
     const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
     Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
-                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes,
-                  false};
+                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
     int64_t n = n0;
     for (; n + kRows <= n1; n += kRows)
       tile<Bits, kRows>(c, c.w + n * c.rowBytes, x, y + n, p.accumulate, &pf);

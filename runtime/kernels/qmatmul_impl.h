@@ -15,7 +15,7 @@
 //   Spread, spread(lanesPerGroup), scales(p, count, spread): `count` f16
 //     scales at p, scale g repeated over lanesPerGroup lanes (count > 0)
 //   dotHalf(h, f, n)     sum of halfToFloat(h[i]) * f[i]
-//   prefetch(p), prefetchL2(p)  the line at p into L1 / L2
+//   prefetchL2(p)       the line at p into L2
 #pragma once
 
 #include "kernels/qmatmul_isa.h"
@@ -159,11 +159,13 @@ constexpr int kPrefillRowsN = 2, kPrefillRowsM = 3;
 // ~7-10 GB/s per core on the 4 interleaved row streams; with it 17-21
 // (one row stream prefetched per row, rather than linearly, also stayed at
 // ~10). Counting from the tile's end (not its start) matters for long rows
-// (2048 x 6656 at 2 bits: 10 -> 17 GB/s on one core).
+// (2048 x 6656 at 2 bits: 10 -> 17 GB/s on one core). Into L2, not L1:
+// prefetching small footprints into L1 (x, the tile and the prefetched
+// bytes under 20 KiB) was 15-30% slower on the Xeon with AMX (2048 x 2048
+// cold, 2 threads: w4 17.4 -> 22.6 GB/s, w2 17.9 -> 19.8; larger
+// footprints went to L2 already). The distance hardly matters there: 0 to
+// 32 KiB beyond the tile were within 1 GB/s of each other.
 constexpr int64_t kPrefetchBytes = 2048;
-// L1 data bytes the matvec may fill with prefetched weights and x (of 32
-// KiB); larger footprints prefetch into L2.
-constexpr int64_t kL1Budget = 20 << 10;
 
 template <class V> struct Ctx {
   const uint8_t *w;
@@ -209,7 +211,6 @@ struct Prefetcher {
   const uint8_t *cursor;
   int64_t perStep;
   const uint8_t *end;
-  bool toL2;
 };
 
 template <class V, int D, int Bits, int NR, int MR, bool Tail>
@@ -274,12 +275,8 @@ void tile(const Ctx<V> &c, const uint8_t *w, const uint8_t *x, float *y,
     for (int64_t st = 0; st < c.fullSteps; ++st) {
       target += pf->perStep;
       const uint8_t *stop = target < pf->end ? target : pf->end;
-      if (pf->toL2)
-        for (; pf->cursor < stop; pf->cursor += 64)
-          V::prefetchL2(pf->cursor);
-      else
-        for (; pf->cursor < stop; pf->cursor += 64)
-          V::prefetch(pf->cursor);
+      for (; pf->cursor < stop; pf->cursor += 64)
+        V::prefetchL2(pf->cursor);
       tileStep<V, D, Bits, NR, MR, false>(c, st, w, x, acc);
     }
   } else {
@@ -325,12 +322,8 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
     float *y = p.y + m0 * p.ldy;
     const int64_t tileBytes = kMatvecRows * c.rowBytes;
     const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
-    // Prefetch into L1 while x, the tile and the one being prefetched fit
-    // beside each other; beyond that the prefetched lines were evicted
-    // before use (2048 x 6656 at 4 bits: 11 GB/s into L1, 18 into L2).
-    const bool toL2 = p.actStride + 2 * tileBytes + kPrefetchBytes > kL1Budget;
     Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
-                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes, toL2};
+                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
     int64_t n = n0;
     for (; n + kMatvecRows <= n1; n += kMatvecRows)
       tile<V, D, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,

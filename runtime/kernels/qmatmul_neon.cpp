@@ -92,7 +92,6 @@ struct V {
              f[i];
     return sum;
   }
-  static void prefetch(const uint8_t *p) { __builtin_prefetch(p, 0, 3); }
   static void prefetchL2(const uint8_t *p) { __builtin_prefetch(p, 0, 2); }
 };
 
