@@ -16,8 +16,10 @@
 #       Gpu.* kernel tests against the CPU reference kernels, the matvec
 #       bandwidth beside a device-to-device copy), then per case `fm-run
 #       --device cuda --score` against the numpy logits (f32 cases) and the
-#       CPU device's (every case), then greedy decode tokens/s on cuda and on
-#       the CPU beside it; one summary. Exit status 0 when everything passed.
+#       CPU device's (every case), then greedy decode tokens/s on cuda with
+#       CUDA graphs (the default), on cuda with --no-cuda-graph, and on the
+#       CPU beside them, with the graph and direct launch counts of
+#       --stats; one summary. Exit status 0 when everything passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -121,16 +123,29 @@ while IFS='|' read -r name _ _ rtolNumpy rtolCpu; do
   echo "$line"; summary+="$line"$'\n'
 done < "$OUT/cases/list"
 
-echo "== decode: greedy tokens/s, cuda beside the CPU (same artifact, same run)"
+echo "== decode: greedy tokens/s, cuda with and without CUDA graphs beside the CPU (same artifact)"
+# run label | fm-run flags
+RUNS="cuda|--device cuda
+cuda-no-graph|--device cuda --no-cuda-graph
+cpu|--device cpu"
+stats_field() { # FILE KEY: the number after "KEY": in fm-run's --stats line
+  grep -Eo "\"$2\": [0-9.]+" "$1" | grep -Eo '[0-9.]+$'
+}
 for name in afm7-f16 afm7-w4kv8; do
-  for dev in cuda cpu; do
-    fm_run "$OUT/cases/$name.fmb" --device "$dev" --tokens "$TOKENS" --max-new-tokens 64 \
-      --stats > "$OUT/cases/$name.$dev.stats" 2>&1 || status=1
-    tps=$(grep -Eo '"decode_tokens_per_s": [0-9.]+' "$OUT/cases/$name.$dev.stats" |
-      grep -Eo '[0-9.]+$')
-    line="decode $name on $dev: ${tps:-no stats (see cases/$name.$dev.stats)} tokens/s"
+  while IFS='|' read -r run flags; do
+    stats="$OUT/cases/$name.$run.stats"
+    # shellcheck disable=SC2086
+    fm_run "$OUT/cases/$name.fmb" $flags --tokens "$TOKENS" --max-new-tokens 64 \
+      --stats > "$stats" 2>&1 < /dev/null || status=1
+    tps=$(stats_field "$stats" decode_tokens_per_s)
+    line="decode $name on $run: ${tps:-no stats (see cases/$name.$run.stats)} tokens/s"
+    graphs=$(stats_field "$stats" graph_launches)
+    [ -n "$graphs" ] && line+=" ($graphs graph launches, $(stats_field "$stats" direct_launches) direct)"
+    # A notice means the graphs fell back to direct launches.
+    notice=$(grep -m1 'CUDA graphs off' "$stats")
+    [ -n "$notice" ] && line+=" [$notice]"
     echo "$line"; summary+="$line"$'\n'
-  done
+  done <<< "$RUNS"
 done
 
 echo "== check-cuda summary"

@@ -283,6 +283,13 @@ public:
   /// Milliseconds the device spent executing this queue's submissions
   /// (GPU timestamps); negative when the device does not measure them.
   virtual double deviceMs() const { return -1.0; }
+  /// Kernel launches so far: segments of recorded work replayed as one
+  /// graph launch, and kernels launched one by one; negative where the
+  /// device does not count them (every device but CUDA).
+  struct LaunchCounts {
+    int64_t graph = -1, direct = -1;
+  };
+  virtual LaunchCounts launchCounts() const { return {}; }
 };
 
 struct QueueOptions {

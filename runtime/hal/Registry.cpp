@@ -21,7 +21,7 @@ struct Kind {
   const char *name;
   /// Null when the kind is not built into this runtime.
   DeviceInfo (*probe)();
-  Expected<std::unique_ptr<Device>> (*open)();
+  Expected<std::unique_ptr<Device>> (*open)(const DeviceOptions &);
 };
 
 DeviceInfo probeCpu() {
@@ -32,7 +32,7 @@ DeviceInfo probeCpu() {
   return info;
 }
 
-Expected<std::unique_ptr<Device>> openCpu() {
+Expected<std::unique_ptr<Device>> openCpu(const DeviceOptions &) {
   return std::unique_ptr<Device>(new CpuDevice());
 }
 
@@ -51,7 +51,7 @@ DeviceInfo probeVulkan() {
   return info;
 }
 
-Expected<std::unique_ptr<Device>> openVulkan() {
+Expected<std::unique_ptr<Device>> openVulkan(const DeviceOptions &) {
   auto device = vk::VulkanDevice::open(vk::VulkanOptions::fromEnvironment());
   if (!device)
     return device.status();
@@ -74,14 +74,19 @@ DeviceInfo probeMetal() {
   info.description = probe.found ? "metal (" + probe.description + ")" : probe.description;
   return info;
 }
-#define FM_METAL_KIND {"metal", probeMetal, mtl::openMetalDevice}
+Expected<std::unique_ptr<Device>> openMetal(const DeviceOptions &) {
+  return mtl::openMetalDevice();
+}
+#define FM_METAL_KIND {"metal", probeMetal, openMetal}
 #else
 #define FM_METAL_KIND {"metal", nullptr, nullptr}
 #endif
 
 #ifdef FM_HAL_CUDA
-Expected<std::unique_ptr<Device>> openCuda() {
-  auto d = cuda::CudaDevice::open(0);
+Expected<std::unique_ptr<Device>> openCuda(const DeviceOptions &options) {
+  cuda::CudaOptions cudaOptions;
+  cudaOptions.graphs = options.cudaGraphs;
+  auto d = cuda::CudaDevice::open(0, cudaOptions);
   if (!d)
     return d.status();
   return std::unique_ptr<Device>(std::move(*d));
@@ -124,7 +129,8 @@ std::string knownDeviceNames() {
   return s;
 }
 
-Expected<std::unique_ptr<Device>> openDevice(const std::string &name) {
+Expected<std::unique_ptr<Device>> openDevice(const std::string &name,
+                                             const DeviceOptions &options) {
   for (const Kind &k : kKinds) {
     if (name != k.name)
       continue;
@@ -142,7 +148,7 @@ Expected<std::unique_ptr<Device>> openDevice(const std::string &name) {
     if (!info.present)
       return Status::error("device '" + name + "' is not available here: " +
                            info.description);
-    return k.open();
+    return k.open(options);
   }
   return Status::error("unknown device '" + name + "' (known: " +
                        knownDeviceNames() + ")");

@@ -21,8 +21,17 @@ std::vector<DeviceInfo> probeDevices();
 /// The names probeDevices() lists, for messages ("cuda, metal, vulkan, cpu").
 std::string knownDeviceNames();
 
+/// How a device is opened (fm::LoadOptions' device settings); each device
+/// reads the fields that are its own.
+struct DeviceOptions {
+  /// CUDA: replay the recorded launches of a run as CUDA graphs (fm-run
+  /// --no-cuda-graph: false, every kernel launched directly).
+  bool cudaGraphs = true;
+};
+
 /// Opens device `name`: an error names what is missing (an unknown name, a
 /// device this runtime was built without, or one not found here).
-Expected<std::unique_ptr<Device>> openDevice(const std::string &name);
+Expected<std::unique_ptr<Device>> openDevice(const std::string &name,
+                                             const DeviceOptions &options = {});
 
 } // namespace fm::hal

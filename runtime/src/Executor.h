@@ -73,6 +73,7 @@ public:
   /// Milliseconds the device spent on this executor's runs (GPU timestamps;
   /// negative where the device does not measure it, as on the CPU).
   double deviceMs() const { return queue_->deviceMs(); }
+  hal::Queue::LaunchCounts launchCounts() const { return queue_->launchCounts(); }
   /// Milliseconds spent in Kernel::beforeFirstRun (the CPU's one-time GEMM
   /// repack of packed weights), inside the first run of each program.
   double firstRunMs() const { return firstRunMs_; }

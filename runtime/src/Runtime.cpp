@@ -69,12 +69,15 @@ std::string join(const std::vector<std::string> &items) {
 // The device to run `a` on: the one asked for, or the best present hardware
 // device for which the artifact has code (the CPU when there is no GPU).
 Expected<std::unique_ptr<hal::Device>> chooseDevice(const ArtifactFile &a,
-                                                    const std::string &asked) {
+                                                    const LoadOptions &options) {
+  const std::string &asked = options.device;
+  hal::DeviceOptions deviceOptions;
+  deviceOptions.cudaGraphs = options.cudaGraphs;
   auto runnable = [&](const std::string &target) {
     return !a.hasDispatch() || a.executable(target) != nullptr;
   };
   if (!asked.empty()) {
-    auto device = hal::openDevice(asked);
+    auto device = hal::openDevice(asked, deviceOptions);
     if (!device)
       return Status::error(a.name() + ": " + device.message());
     if (!runnable((*device)->target()))
@@ -87,7 +90,7 @@ Expected<std::unique_ptr<hal::Device>> chooseDevice(const ArtifactFile &a,
   for (const hal::DeviceInfo &info : hal::probeDevices()) {
     if (!info.present || !info.hardware)
       continue;
-    auto device = hal::openDevice(info.name);
+    auto device = hal::openDevice(info.name, deviceOptions);
     if (device && runnable((*device)->target()))
       return device;
   }
@@ -240,7 +243,7 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
       a.hasDispatch())
     return Status::error(a.name() + ": refusing to load generated code whose "
                                     "program digest was not checked");
-  auto device = chooseDevice(a, options.device);
+  auto device = chooseDevice(a, options);
   if (!device)
     return device.status();
   impl->device = std::move(*device);
@@ -878,6 +881,9 @@ SessionStats Session::stats() const {
   st.decodeTokens = s.decodeTokens;
   st.decodeCollectives = s.decodeCollectives;
   st.deviceMs = s.exec->deviceMs();
+  const hal::Queue::LaunchCounts launches = s.exec->launchCounts();
+  st.graphLaunches = launches.graph;
+  st.directLaunches = launches.direct;
   st.firstRunMs = s.exec->firstRunMs();
   return st;
 }

@@ -44,6 +44,12 @@ std::string idsJson(const std::vector<int32_t> &ids) {
   return s + "]";
 }
 
+std::string launchesJson(const fm::SessionStats &stats) {
+  auto count = [](int64_t n) { return n < 0 ? std::string("null") : std::to_string(n); };
+  return "\"graph_launches\": " + count(stats.graphLaunches) +
+         ", \"direct_launches\": " + count(stats.directLaunches);
+}
+
 bool writeOut(std::string_view text) {
   if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
     return false;
@@ -91,6 +97,7 @@ std::string loadForText(const TextArgs &args, fm::Communicator *comm,
   fm::LoadOptions loadOptions;
   loadOptions.verifyHash = args.verifyHash;
   loadOptions.device = args.device;
+  loadOptions.cudaGraphs = args.cudaGraphs;
   loadOptions.maxMemoryBytes = args.maxMemory;
   for (const std::string &path : args.trustedKeys) {
     std::string text;
@@ -285,7 +292,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  "\"stop\": \"%s\", \"peak_rss_mb\": %.1f, \"threads\": %d, "
                  "\"ranks\": %d, \"device\": \"%s\", \"prompt_ids\": %s, "
                  "\"generated_ids\": %s, \"images\": %zu, \"encode_ms\": %.3f, "
-                 "\"gemm_repack_ms\": %.3f}\n",
+                 "\"gemm_repack_ms\": %.3f, %s}\n",
                  loaded.loadMs, static_cast<long long>(g->promptTokens),
                  perSecond(g->promptTokens, g->prefillMs),
                  static_cast<long long>(g->tokens.size()),
@@ -294,7 +301,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  loaded.session->threads(), comm ? comm->size() : 1,
                  loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
                  idsJson(g->tokens).c_str(), args.images.size(), encodeMs,
-                 g->firstRunMs);
+                 g->firstRunMs, launchesJson(loaded.session->stats()).c_str());
   }
   return *guided;
 }

@@ -34,6 +34,7 @@ struct TextArgs {
   uint64_t maxMemory = 0;               // bytes; 0: physical memory
   int threads = 0;
   bool verifyHash = false, stats = false;
+  bool cudaGraphs = true; // --no-cuda-graph: false
   int64_t maxNewTokens = 256, prefillChunk = 0;
   float temperature = 0.0f, topP = 1.0f;
   int topK = 0;
@@ -108,6 +109,9 @@ private:
 };
 /// "[1, 17, 42]", for the --stats lines.
 std::string idsJson(const std::vector<int32_t> &ids);
+/// `"graph_launches": G, "direct_launches": D` of the session's stats (null
+/// where the device does not count them), for the --stats lines.
+std::string launchesJson(const fm::SessionStats &stats);
 /// Writes `text` to stdout at once (streaming).
 bool writeOut(std::string_view text);
 

@@ -55,6 +55,7 @@ struct Args {
   bool verifyHash = false;
   std::string activations = "int8x2";
   std::string device;
+  bool noCudaGraph = false;
   bool listDevices = false;
   std::vector<std::string> trustedKeys; // public key files
   uint64_t maxMemory = 0;               // bytes; 0: physical memory
@@ -198,6 +199,7 @@ int run(const Args &args, fm::Communicator *comm) {
     fm::LoadOptions loadOptions;
     loadOptions.verifyHash = args.verifyHash;
     loadOptions.device = args.device;
+    loadOptions.cudaGraphs = !args.noCudaGraph;
     loadOptions.maxMemoryBytes = args.maxMemory;
     for (const std::string &path : args.trustedKeys) {
       std::string text;
@@ -453,7 +455,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"anon_rss_mb\": %.1f, \"session_mb\": %.1f, "
                 "\"copied_weights_mb\": %.1f, \"device_ms\": %s, "
                 "\"images\": %zu, \"encode_ms\": %.3f, "
-                "\"gemm_repack_ms\": %.3f}\n",
+                "\"gemm_repack_ms\": %.3f, %s}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
@@ -462,7 +464,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 args.activations.c_str(), model->device().c_str(), anonRssMb(),
                 double(session->memoryBytes()) / (1024.0 * 1024.0),
                 double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs,
-                args.images.size(), encodeMs, repackMs);
+                args.images.size(), encodeMs, repackMs, fmrun::launchesJson(st).c_str());
   }
   std::fflush(stdout);
   return exitStatus;
@@ -521,7 +523,9 @@ int main(int argc, char **argv) {
                "print one JSON line of load time, speed, peak RSS, threads, "
                "ranks and collectives (AllReduce per decode step, total ms), "
                "and the anonymous memory (RssAnon) beside what the session "
-               "allocated and the device copied; text modes: on stderr, "
+               "allocated and the device copied, and the CUDA device's kernel "
+               "launches (graph_launches, direct_launches; null elsewhere); "
+               "text modes: on stderr, "
                "--chat one line per turn (tokens reused from the KV cache "
                "and prefilled)");
   app.add_flag("--score", args.score,
@@ -553,6 +557,9 @@ int main(int argc, char **argv) {
                  "the best hardware device present that the artifact has "
                  "code for, never a software one such as lavapipe; the "
                  "choice is printed on stderr)");
+  app.add_flag("--no-cuda-graph", args.noCudaGraph,
+               "cuda: launch every kernel directly instead of replaying each "
+               "run's launches as a CUDA graph (--stats counts both)");
   app.add_flag("--list-devices", args.listDevices,
                "print the devices this runtime knows and exit");
   app.add_option("--trusted-key", args.trustedKeys,
@@ -635,6 +642,7 @@ int main(int argc, char **argv) {
                   "with --prompt or --chat");
     text.model = args.model;
     text.device = args.device;
+    text.cudaGraphs = !args.noCudaGraph;
     text.activations = args.activations;
     text.threads = args.threads;
     text.verifyHash = args.verifyHash;

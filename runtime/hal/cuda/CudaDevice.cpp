@@ -5,6 +5,7 @@
 #include "hal/cuda/CudaExecutable.h"
 #include "hal/cuda/CudaPtx.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace fm::hal::cuda {
@@ -21,10 +22,19 @@ CUdeviceptr devicePtr(const Buffer *buffer, uint64_t offset) {
   return static_cast<const CudaBuffer *>(buffer)->ptr() + offset;
 }
 
-CudaQueue::CudaQueue(const CudaDevice &device, CUstream stream)
-    : device_(device), stream_(stream) {}
+CudaQueue::CudaQueue(CudaDevice &device, CUstream stream, bool graphs)
+    : device_(device), stream_(stream), recorder_(device.api(), graphs) {
+  std::lock_guard<std::mutex> lock(device_.queuesMutex_);
+  device_.queues_.push_back(this);
+}
 
 CudaQueue::~CudaQueue() {
+  {
+    std::lock_guard<std::mutex> lock(device_.queuesMutex_);
+    auto &queues = device_.queues_;
+    queues.erase(std::remove(queues.begin(), queues.end(), this), queues.end());
+  }
+  // A segment still pending belongs to a run that failed: dropped.
   if (device_.enter())
     device_.api().cuStreamDestroy(stream_);
 }
@@ -36,6 +46,49 @@ void CudaQueue::runConcurrently(int64_t n,
 }
 
 Status CudaQueue::enter() const { return device_.enter(); }
+
+Queue::LaunchCounts CudaQueue::launchCounts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {recorder_.graphLaunches(), recorder_.directLaunches()};
+}
+
+void CudaQueue::launch(CUfunction fn, Dim3 grid, Dim3 block, const uint64_t *args,
+                       int numArgs) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    return; // nothing to do (e.g. 0 rows)
+  const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+  std::lock_guard<std::mutex> lock(mutex_);
+  recorder_.recordLaunch(fn, g, b, args, numArgs);
+}
+
+void CudaQueue::copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recorder_.recordCopy(dst, src, bytes);
+}
+
+Status CudaQueue::submit() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recorder_.empty())
+    return Status::ok();
+  // From whichever thread submits (the device's upload may be another's).
+  FM_RETURN_IF_ERROR(device_.enter());
+  return recorder_.submit(stream_);
+}
+
+Status CudaQueue::synchronize(const char *what) {
+  FM_RETURN_IF_ERROR(submit());
+  const DriverApi &api = device_.api();
+  return check(api, api.cuStreamSynchronize(stream_),
+               ("cuStreamSynchronize (" + std::string(what) + ")").c_str());
+}
+
+Status CudaQueue::copyFromHost(CUdeviceptr dst, const void *src, uint64_t bytes,
+                               const char *what) {
+  FM_RETURN_IF_ERROR(submit());
+  const DriverApi &api = device_.api();
+  return check(api, api.cuMemcpyHtoDAsync(dst, src, bytes, stream_),
+               ("cuMemcpyHtoDAsync (" + std::string(what) + ")").c_str());
+}
 
 namespace {
 
@@ -64,14 +117,9 @@ struct Found {
   Status status;
 };
 
-Found find(int ordinal) {
+Found find(const DriverApi &api, int ordinal) {
   Found f;
-  auto api = driver();
-  if (!api) {
-    f.status = api.status();
-    return f;
-  }
-  f.api = *api;
+  f.api = &api;
   int count = 0;
   if (CUresult r = f.api->cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
     f.status = Status::error("cuDeviceGetCount failed: " + errorText(*f.api, r));
@@ -111,7 +159,12 @@ fm::DeviceInfo probe() {
   fm::DeviceInfo info;
   info.name = "cuda";
   info.builtIn = true;
-  Found f = find(0);
+  auto api = driver();
+  if (!api) {
+    info.description = api.message();
+    return info;
+  }
+  Found f = find(**api, 0);
   if (!f.status) {
     info.description = f.status.message();
     return info;
@@ -121,15 +174,23 @@ fm::DeviceInfo probe() {
   return info;
 }
 
-Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
-  Found f = find(ordinal);
+Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal,
+                                                       const CudaOptions &options) {
+  auto api = driver();
+  if (!api)
+    return api.status();
+  return openOn(**api, ordinal, options);
+}
+
+Expected<std::unique_ptr<CudaDevice>>
+CudaDevice::openOn(const DriverApi &api, int ordinal, const CudaOptions &options) {
+  Found f = find(api, ordinal);
   if (!f.status)
     return f.status;
-  const DriverApi &api = *f.api;
   CUcontext ctx = nullptr;
   FM_RETURN_IF_ERROR(check(api, api.cuDevicePrimaryCtxRetain(&ctx, f.dev),
                            "cuDevicePrimaryCtxRetain"));
-  std::unique_ptr<CudaDevice> d(new CudaDevice(api, f.dev, ctx));
+  std::unique_ptr<CudaDevice> d(new CudaDevice(api, f.dev, ctx, options));
   d->description_ = f.description;
   d->sm_ = f.sm;
   // DDR: two transfers per clock; kHz * bits / 8 * 2 = bytes/ms.
@@ -154,8 +215,9 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
   return d;
 }
 
-CudaDevice::CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx)
-    : api_(api), dev_(dev), ctx_(ctx) {}
+CudaDevice::CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx,
+                       const CudaOptions &options)
+    : api_(api), dev_(dev), ctx_(ctx), options_(options) {}
 
 CudaDevice::~CudaDevice() {
   if (enter()) {
@@ -179,15 +241,16 @@ Expected<CUfunction> CudaDevice::function(const char *name) const {
                        "' in the embedded PTX");
 }
 
-Status CudaDevice::launch(CUfunction fn, Dim3 grid, Dim3 block,
-                          LaunchParams &params, CUstream stream) const {
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
-    return Status::ok(); // nothing to do (e.g. 0 rows)
-  return check(api_,
-               api_.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
-                                   block.z, 0, stream, params.pointers(),
-                                   nullptr),
-               "cuLaunchKernel");
+void CudaDevice::launch(CUfunction fn, Dim3 grid, Dim3 block, const LaunchParams &params,
+                        CudaQueue &queue) const {
+  queue.launch(fn, grid, block, params.values(), params.size());
+}
+
+Status CudaDevice::submitQueues() {
+  std::lock_guard<std::mutex> lock(queuesMutex_);
+  for (CudaQueue *q : queues_)
+    FM_RETURN_IF_ERROR(q->submit());
+  return Status::ok();
 }
 
 Expected<std::unique_ptr<CudaBuffer>> CudaDevice::allocateDevice(uint64_t bytes) {
@@ -228,12 +291,16 @@ Status inRange(const Buffer &buffer, uint64_t offset, uint64_t bytes,
 }
 } // namespace
 
+// The synchronous copies run on the legacy stream, which waits for the work
+// of the blocking streams: but only for the work that reached them, so
+// every queue's recorded segment is submitted first.
 Status CudaDevice::upload(Buffer &buffer, uint64_t offset, const void *data,
                           uint64_t bytes) {
   FM_RETURN_IF_ERROR(inRange(buffer, offset, bytes, "upload"));
   if (!bytes)
     return Status::ok();
   FM_RETURN_IF_ERROR(enter());
+  FM_RETURN_IF_ERROR(submitQueues());
   return check(api_, api_.cuMemcpyHtoD(devicePtr(&buffer, offset), data, bytes),
                "cuMemcpyHtoD");
 }
@@ -244,6 +311,7 @@ Status CudaDevice::download(const Buffer &buffer, uint64_t offset, void *data,
   if (!bytes)
     return Status::ok();
   FM_RETURN_IF_ERROR(enter());
+  FM_RETURN_IF_ERROR(submitQueues());
   return check(api_, api_.cuMemcpyDtoH(data, devicePtr(&buffer, offset), bytes),
                "cuMemcpyDtoH");
 }
@@ -274,7 +342,7 @@ CudaDevice::createQueue(const QueueOptions &) {
   // Flags 0: a blocking stream, ordered with the synchronous copies.
   FM_RETURN_IF_ERROR(check(api_, api_.cuStreamCreate(&stream, 0),
                            "cuStreamCreate"));
-  return std::unique_ptr<Queue>(new CudaQueue(*this, stream));
+  return std::unique_ptr<Queue>(new CudaQueue(*this, stream, options_.graphs));
 }
 
 } // namespace fm::hal::cuda

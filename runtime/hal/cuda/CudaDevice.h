@@ -8,9 +8,11 @@
 #include "fm/device_info.h"
 #include "hal/Device.h"
 #include "hal/cuda/CudaDriver.h"
+#include "hal/cuda/CudaGraph.h"
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,27 +34,13 @@ private:
   CUdeviceptr ptr_;
 };
 
-/// A stream (blocking, so the synchronous copies of upload/download wait
-/// for the kernels before them). Kernels of a queue run in order; the
-/// device runs one track after another.
-class CudaQueue final : public Queue {
-public:
-  CudaQueue(const CudaDevice &device, CUstream stream);
-  ~CudaQueue() override;
-  int threads() const override { return 1; }
-  void runConcurrently(int64_t n,
-                       const std::function<void(int64_t)> &fn) override;
-  CUstream stream() const { return stream_; }
-  /// Makes the device's context current on the calling thread.
-  Status enter() const;
-
-private:
-  const CudaDevice &device_;
-  CUstream stream_;
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
 };
 
-/// A kernel's launch parameters: cuLaunchKernel takes a pointer to each
-/// argument's value. Lives on the stack of a run; never copied.
+/// A kernel's launch parameters, one 64-bit slot per argument (what
+/// cuLaunchKernel's argument pointers point at). Lives on the stack of a
+/// run; never copied.
 class LaunchParams {
 public:
   LaunchParams() = default;
@@ -61,27 +49,81 @@ public:
     static_assert(sizeof(T) <= sizeof(uint64_t), "one slot per argument");
     slots_[n_] = 0;
     std::memcpy(&slots_[n_], &value, sizeof(T));
-    pointers_[n_] = &slots_[n_];
     ++n_;
     return *this;
   }
-  void **pointers() { return pointers_; }
+  const uint64_t *values() const { return slots_; }
+  int size() const { return n_; }
 
 private:
   static constexpr int kMax = 16;
   uint64_t slots_[kMax];
-  void *pointers_[kMax];
   int n_ = 0;
 };
 
-struct Dim3 {
-  unsigned x = 1, y = 1, z = 1;
+/// What a CUDA device is opened with (hal::DeviceOptions, fm-run's flags).
+struct CudaOptions {
+  /// Replay each segment of a queue's launches as one CUDA graph
+  /// (CudaGraph.h); false (fm-run --no-cuda-graph) launches every kernel
+  /// directly.
+  bool graphs = true;
+};
+
+/// A stream (blocking, so the synchronous copies of upload/download wait
+/// for the kernels before them) and the recorder of its pending segment:
+/// the kernels and device copies of a run are recorded, not launched, and
+/// reach the stream when the segment is submitted (CudaGraph.h). Anything
+/// that must come after them on the stream or see their results submits
+/// first: a copy from the host (copyFromHost), a host synchronization
+/// (synchronize, flush), the device's upload and download. Kernels of a
+/// queue run in order; the device runs one track after another.
+class CudaQueue final : public Queue {
+public:
+  CudaQueue(CudaDevice &device, CUstream stream, bool graphs);
+  ~CudaQueue() override;
+  int threads() const override { return 1; }
+  void runConcurrently(int64_t n,
+                       const std::function<void(int64_t)> &fn) override;
+  /// The end of a program run: its segment submitted and waited for.
+  Status flush() override { return synchronize("a program run"); }
+  LaunchCounts launchCounts() const override;
+  CUstream stream() const { return stream_; }
+  /// Makes the device's context current on the calling thread.
+  Status enter() const;
+
+  /// Records a launch of `fn` (nothing for an empty grid, e.g. 0 rows).
+  void launch(CUfunction fn, Dim3 grid, Dim3 block, const uint64_t *args, int numArgs);
+  /// Records a device-to-device copy.
+  void copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  /// Puts the pending segment on the stream (as one graph or directly).
+  Status submit();
+  /// Submits, then waits for the stream; an error names `what` waited
+  /// ("cuda: cuStreamSynchronize (MoE router logits): ...").
+  Status synchronize(const char *what);
+  /// An asynchronous copy from host memory, after the pending segment on
+  /// the stream (it is not recorded: a graph cannot hold a copy from
+  /// pageable memory, whose contents change per run).
+  Status copyFromHost(CUdeviceptr dst, const void *src, uint64_t bytes, const char *what);
+
+private:
+  CudaDevice &device_;
+  CUstream stream_;
+  // Guards the recorder: the device's upload and download, on whatever
+  // thread calls them, submit every queue's pending segment.
+  mutable std::mutex mutex_;
+  GraphRecorder recorder_;
 };
 
 class CudaDevice final : public Device {
 public:
   /// Opens GPU `ordinal`: its primary context and the kernel modules.
-  static Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0);
+  static Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0,
+                                                    const CudaOptions &options = {});
+  /// open() on the driver table `api` instead of the process's libcuda
+  /// (the tests' fake driver, test/unit/cuda/graph_test.cpp); `api` must
+  /// outlive the device.
+  static Expected<std::unique_ptr<CudaDevice>>
+  openOn(const DriverApi &api, int ordinal = 0, const CudaOptions &options = {});
   ~CudaDevice() override;
 
   const std::string &name() const override { return name_; }
@@ -122,8 +164,9 @@ public:
   Status enter() const;
   /// The kernel `name` of the embedded modules.
   Expected<CUfunction> function(const char *name) const;
-  Status launch(CUfunction fn, Dim3 grid, Dim3 block, LaunchParams &params,
-                CUstream stream) const;
+  /// Records a launch on `queue` (CudaQueue::launch).
+  void launch(CUfunction fn, Dim3 grid, Dim3 block, const LaunchParams &params,
+              CudaQueue &queue) const;
   /// Device memory the kernels own (scratch), in a Buffer.
   Expected<std::unique_ptr<CudaBuffer>> allocateDevice(uint64_t bytes);
   /// Compute capability, e.g. 90 for sm_90.
@@ -132,7 +175,11 @@ public:
   double peakGBps() const { return peakGBps_; }
 
 private:
-  CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx);
+  friend class CudaQueue; // registers itself (queues_)
+  CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx, const CudaOptions &options);
+  /// Submits every queue's pending segment: what upload and download copy
+  /// must come after the kernels recorded before them.
+  Status submitQueues();
   const DriverApi &api_;
   CUdevice dev_;
   CUcontext ctx_;
@@ -141,6 +188,9 @@ private:
   std::string description_;
   int sm_ = 0;
   double peakGBps_ = 0.0;
+  CudaOptions options_;
+  std::mutex queuesMutex_;
+  std::vector<CudaQueue *> queues_; // the live queues (submitQueues)
 };
 
 /// What the registry lists: present with the GPU's description, or absent

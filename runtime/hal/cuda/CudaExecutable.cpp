@@ -180,8 +180,8 @@ namespace {
 
 class DispatchKernel final : public Kernel {
 public:
-  DispatchKernel(const CudaDevice &dev, const CudaExecutable &exe, uint32_t function)
-      : dev_(dev), fn_(exe.function(function)), handle_(exe.handle(function)) {}
+  DispatchKernel(const CudaExecutable &exe, uint32_t function)
+      : fn_(exe.function(function)), handle_(exe.handle(function)) {}
 
   /// The descriptor of one argument: `elements` of `elementBytes` at
   /// `ptr` (its row 0).
@@ -189,11 +189,7 @@ public:
     for (uint64_t v : {uint64_t(ptr), uint64_t(ptr), uint64_t(0), elements, uint64_t(1)})
       slots_.push_back(v);
   }
-  void finish() {
-    slots_.resize(slots_.size() + fn_.push.size(), 0);
-    for (uint64_t &s : slots_)
-      pointers_.push_back(&s);
-  }
+  void finish() { slots_.resize(slots_.size() + fn_.push.size(), 0); }
 
   Status run(Queue &queue, const Launch &l) const override {
     CudaQueue &q = static_cast<CudaQueue &>(queue);
@@ -206,26 +202,23 @@ public:
     }
     if (l.rows <= 0)
       return Status::ok();
-    return check(dev_.api(),
-                 dev_.api().cuLaunchKernel(handle_, unsigned(l.rows), 1, 1, fn_.block[0],
-                                           fn_.block[1], fn_.block[2], 0, q.stream(),
-                                           pointers_.data(), nullptr),
-                 "cuLaunchKernel (generated kernel)");
+    q.launch(handle_, {unsigned(l.rows)}, {fn_.block[0], fn_.block[1], fn_.block[2]},
+             slots_.data(), int(slots_.size()));
+    return Status::ok();
   }
 
 private:
-  const CudaDevice &dev_;
   const PtxFunction &fn_;
   CUfunction handle_;
-  // The launch parameters: a run writes rows and pos into their slots.
+  // The launch parameters (the queue's recorder copies them): a run
+  // writes rows and pos into their slots.
   mutable std::vector<uint64_t> slots_;
-  mutable std::vector<void *> pointers_; // cuLaunchKernel takes void **
 };
 
 } // namespace
 
-Expected<std::unique_ptr<Kernel>> makeDispatchKernel(CudaDevice &device,
-                                                     const DispatchDesc &d) {
+// The device is not needed: a run records on the queue it is given.
+Expected<std::unique_ptr<Kernel>> makeDispatchKernel(CudaDevice &, const DispatchDesc &d) {
   const auto *exe = static_cast<const CudaExecutable *>(d.executable);
   if (!exe || d.function >= exe->numFunctions())
     return Status::error("cuda: dispatch of function " + std::to_string(d.function) +
@@ -235,7 +228,7 @@ Expected<std::unique_ptr<Kernel>> makeDispatchKernel(CudaDevice &device,
     return Status::error("cuda: function '" + fn.name + "' takes " +
                          std::to_string(fn.buffers) + " buffers, the dispatch has " +
                          std::to_string(d.args.size()) + " arguments");
-  auto k = std::make_unique<DispatchKernel>(device, *exe, d.function);
+  auto k = std::make_unique<DispatchKernel>(*exe, d.function);
   for (size_t i = 0; i < d.args.size(); ++i) {
     const DispatchArg &a = d.args[i];
     switch (a.kind) {

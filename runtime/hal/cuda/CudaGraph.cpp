@@ -41,24 +41,19 @@ GraphStep graphStep(bool enabled, int timesSeen, bool haveExec) {
 
 GraphRecorder::~GraphRecorder() { dropGraphs(); }
 
-Status GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
-                                   const unsigned (&block)[3], const uint64_t *args,
-                                   int numArgs) {
-  if (numArgs < 0 || numArgs > GraphOp::kMaxArgs)
-    return Status::error("cuda graph: a kernel launch with " + std::to_string(numArgs) +
-                         " arguments; a recorded launch holds at most " +
-                         std::to_string(GraphOp::kMaxArgs));
+void GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
+                                 const unsigned (&block)[3], const uint64_t *args,
+                                 int numArgs) {
   GraphOp op;
   op.fn = fn;
   for (int d = 0; d < 3; ++d) {
     op.grid[d] = grid[d];
     op.block[d] = block[d];
   }
+  op.firstArg = uint32_t(args_.size());
   op.numArgs = numArgs;
-  for (int i = 0; i < op.numArgs; ++i)
-    op.args[i] = args[i];
+  args_.insert(args_.end(), args, args + numArgs);
   ops_.push_back(op);
-  return Status::ok();
 }
 
 void GraphRecorder::recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
@@ -69,30 +64,36 @@ void GraphRecorder::recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes)
   ops_.push_back(op);
 }
 
-Status GraphRecorder::runDirect(CUstream stream) {
-  for (GraphOp &op : ops_) {
+Status GraphRecorder::issue(CUstream stream) {
+  for (const GraphOp &op : ops_) {
     if (!op.fn) {
       FM_RETURN_IF_ERROR(check(api_, api_.cuMemcpyDtoDAsync(op.dst, op.src, op.bytes, stream),
                                "cuMemcpyDtoDAsync"));
       continue;
     }
-    void *pointers[GraphOp::kMaxArgs];
+    pointers_.resize(size_t(op.numArgs));
     for (int i = 0; i < op.numArgs; ++i)
-      pointers[i] = &op.args[i];
+      pointers_[size_t(i)] = &args_[op.firstArg + size_t(i)];
     FM_RETURN_IF_ERROR(check(api_,
                              api_.cuLaunchKernel(op.fn, op.grid[0], op.grid[1], op.grid[2],
                                                  op.block[0], op.block[1], op.block[2], 0,
-                                                 stream, pointers, nullptr),
+                                                 stream, pointers_.data(), nullptr),
                              "cuLaunchKernel"));
   }
   return Status::ok();
+}
+
+Status GraphRecorder::runDirect(CUstream stream) {
+  for (const GraphOp &op : ops_)
+    directLaunches_ += op.fn != nullptr;
+  return issue(stream);
 }
 
 Status GraphRecorder::capture(CUstream stream, CUgraph *graph) {
   if (CUresult r = api_.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
       r != CUDA_SUCCESS)
     return check(api_, r, "cuStreamBeginCapture");
-  Status launched = runDirect(stream);
+  Status launched = issue(stream);
   CUresult r = api_.cuStreamEndCapture(stream, graph);
   FM_RETURN_IF_ERROR(launched);
   return check(api_, r, "cuStreamEndCapture");
@@ -124,7 +125,7 @@ Status GraphRecorder::submit(CUstream stream) {
   Status status = Status::ok();
   if (step == GraphStep::Direct) {
     status = runDirect(stream);
-    ops_.clear();
+    clear();
     return status;
   }
   CUgraph graph = nullptr;
@@ -163,7 +164,7 @@ Status GraphRecorder::submit(CUstream stream) {
     disable(failed.message());
     status = runDirect(stream);
   }
-  ops_.clear();
+  clear();
   return status;
 }
 

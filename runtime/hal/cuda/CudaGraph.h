@@ -15,14 +15,14 @@
 
 namespace fm::hal::cuda {
 
-/// One recorded stream operation: a kernel launch with its argument values
-/// (cuLaunchKernel's pointers are made to point at `args` at replay), or
-/// a device-to-device copy.
+/// One recorded stream operation: a kernel launch (its argument values are
+/// numArgs words of the recorder's pool from firstArg; cuLaunchKernel's
+/// pointers are made to point at them at replay), or a device-to-device
+/// copy.
 struct GraphOp {
   CUfunction fn = nullptr; // null: the copy
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
-  static constexpr int kMaxArgs = 16;
-  uint64_t args[kMaxArgs] = {};
+  uint32_t firstArg = 0;
   int numArgs = 0;
   CUdeviceptr dst = 0, src = 0;
   uint64_t bytes = 0;
@@ -57,11 +57,11 @@ public:
   GraphRecorder(const GraphRecorder &) = delete;
   GraphRecorder &operator=(const GraphRecorder &) = delete;
 
-  /// Refuses (and records nothing) a launch with more than
-  /// GraphOp::kMaxArgs arguments: replaying it short would launch the
-  /// kernel with missing parameters.
-  Status recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
-                      const uint64_t *args, int numArgs);
+  /// Records a launch with its argument values (copied: the caller's
+  /// array may change after), however many there are: a generated kernel
+  /// takes five words per buffer.
+  void recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
+                    const uint64_t *args, int numArgs);
   void recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
   bool empty() const { return ops_.empty(); }
   /// Runs the recorded operations on `stream` in order (as a graph or
@@ -70,21 +70,31 @@ public:
   /// stderr, and the operations run directly.
   Status submit(CUstream stream);
   bool enabled() const { return enabled_; }
-  /// Segments run as a graph launch so far (for tests and benchmarks).
+  /// Segments run as one graph launch so far, and kernels launched one by
+  /// one outside a graph (fm-run --stats).
   int64_t graphLaunches() const { return graphLaunches_; }
+  int64_t directLaunches() const { return directLaunches_; }
 
 private:
+  /// Issues the operations on `stream` (into a capture, or to run).
+  Status issue(CUstream stream);
   Status runDirect(CUstream stream);
   Status capture(CUstream stream, CUgraph *graph);
   void disable(const std::string &why);
+  void clear() {
+    ops_.clear();
+    args_.clear();
+  }
   void dropGraphs();
 
   const DriverApi &api_;
   bool enabled_;
   std::vector<GraphOp> ops_;
+  std::vector<uint64_t> args_;    // the launches' argument values, in order
+  std::vector<void *> pointers_; // one launch's pointers into args_
   std::map<uint64_t, int> seen_;
   std::map<uint64_t, CUgraphExec> execs_;
-  int64_t graphLaunches_ = 0;
+  int64_t graphLaunches_ = 0, directLaunches_ = 0;
 };
 
 } // namespace fm::hal::cuda

@@ -1,6 +1,7 @@
 // The CUDA device's prepared kernels: device pointers and kernel functions
 // are resolved when a kernel is prepared; a run fills the launch
-// parameters on the stack and launches on the queue's stream.
+// parameters on the stack and records the launches on the queue
+// (CudaQueue: they reach the stream when its segment is submitted).
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaExecutable.h"
 #include "hal/cuda/CudaLinear.h"
@@ -50,20 +51,18 @@ public:
     CudaQueue &q = cudaQueue(queue);
     FM_RETURN_IF_ERROR(q.enter());
     // The tokens are host memory: staged through a device buffer, a chunk
-    // of rows at a time.
+    // of rows at a time. The copy goes after the pending segment (a chunk's
+    // launch reads the buffer before the next chunk's copy overwrites it).
     for (int64_t r0 = 0; r0 < l.rows; r0 += kChunk) {
       const int64_t n = std::min(kChunk, l.rows - r0);
-      FM_RETURN_IF_ERROR(check(
-          dev_.api(),
-          dev_.api().cuMemcpyHtoDAsync(tokens_->ptr(), l.tokens + r0,
-                                       n * sizeof(int32_t), q.stream()),
-          "cuMemcpyHtoDAsync (tokens)"));
+      FM_RETURN_IF_ERROR(q.copyFromHost(tokens_->ptr(), l.tokens + r0,
+                                        n * sizeof(int32_t), "tokens"));
       LaunchParams p;
       p.add(table_).add(rowBytes_).add(kind_).add(format_.bits)
           .add(format_.group).add(int(format_.grid == kernels::QuantGrid::Affine))
           .add(tokens_->ptr()).add(out_ + CUdeviceptr(r0 * stride_ * 4))
           .add(stride_).add(int(width_));
-      FM_RETURN_IF_ERROR(dev_.launch(fn_, {unsigned(n)}, {256}, p, q.stream()));
+      dev_.launch(fn_, {unsigned(n)}, {256}, p, q);
     }
     return Status::ok();
   }
@@ -174,8 +173,7 @@ public:
     if (xq_ && l.rows < kGemmMinRows) {
       LaunchParams p;
       p.add(x_).add(xStride_).add(K).add(xq_->ptr()).add(xs);
-      FM_RETURN_IF_ERROR(dev_.launch(quantize_, {blocks(k_ / 32, 8), M}, {256},
-                                     p, q.stream()));
+      dev_.launch(quantize_, {blocks(k_ / 32, 8), M}, {256}, p, q);
     }
     for (const Part &part : parts_) {
       LaunchParams p;
@@ -184,7 +182,7 @@ public:
             .add(yStride_).add(int(M)).add(int(part.rows)).add(K)
             .add(int(accumulate_));
         const LaunchGeometry g = gemmGeometry(l.rows, part.rows);
-        FM_RETURN_IF_ERROR(dev_.launch(part.gemm, g.grid, g.block, p, q.stream()));
+        dev_.launch(part.gemm, g.grid, g.block, p, q);
         continue;
       }
       p.add(part.w);
@@ -194,9 +192,8 @@ public:
         p.add(x_).add(xStride_);
       p.add(y_ + CUdeviceptr(part.col * 4)).add(yStride_).add(int(part.rows))
           .add(K).add(int(accumulate_));
-      FM_RETURN_IF_ERROR(dev_.launch(part.fn,
-                                     {blocks(part.rows, kMatvecRows), M},
-                                     {kMatvecThreads}, p, q.stream()));
+      dev_.launch(part.fn, {blocks(part.rows, kMatvecRows), M}, {kMatvecThreads}, p,
+                  q);
     }
     return Status::ok();
   }
@@ -278,15 +275,13 @@ public:
     p.add(q_).add(qStride_).add(k_).add(v_).add(int(heads_)).add(int(kvHeads_))
         .add(int(headDim_)).add(scale_).add(kScale_).add(vScale_).add(l.pos)
         .add(window_).add(chunk).add(partial_->ptr());
-    FM_RETURN_IF_ERROR(dev_.launch(split_,
-                                   {unsigned(heads_), unsigned(splits),
-                                    unsigned(l.rows)},
-                                   {128}, p, q.stream()));
+    dev_.launch(split_, {unsigned(heads_), unsigned(splits), unsigned(l.rows)}, {128}, p,
+                q);
     LaunchParams c;
     c.add(partial_->ptr()).add(int(splits)).add(int(heads_)).add(int(headDim_))
         .add(out_).add(outStride_);
-    return dev_.launch(combine_, {unsigned(heads_), unsigned(l.rows)}, {128}, c,
-                       q.stream());
+    dev_.launch(combine_, {unsigned(heads_), unsigned(l.rows)}, {128}, c, q);
+    return Status::ok();
   }
 
 private:
@@ -309,24 +304,19 @@ private:
 
 class CopyRowKernel final : public Kernel {
 public:
-  CopyRowKernel(CudaDevice &dev, const CopyRowDesc &d)
-      : dev_(dev), src_(rowsPtr(d.src)), dst_(rowsPtr(d.dst)),
+  explicit CopyRowKernel(const CopyRowDesc &d)
+      : src_(rowsPtr(d.src)), dst_(rowsPtr(d.dst)),
         srcStride_(d.src.stride), width_(d.src.width) {}
 
   Status run(Queue &queue, const Launch &l) const override {
     CudaQueue &q = cudaQueue(queue);
     if (width_ <= 0 || l.rows <= 0)
       return Status::ok();
-    FM_RETURN_IF_ERROR(q.enter());
-    return check(dev_.api(),
-                 dev_.api().cuMemcpyDtoDAsync(
-                     dst_, src_ + CUdeviceptr((l.rows - 1) * srcStride_ * 4),
-                     width_ * sizeof(float), q.stream()),
-                 "cuMemcpyDtoDAsync (copy row)");
+    q.copy(dst_, src_ + CUdeviceptr((l.rows - 1) * srcStride_ * 4), width_ * sizeof(float));
+    return Status::ok();
   }
 
 private:
-  CudaDevice &dev_;
   CUdeviceptr src_, dst_;
   int64_t srcStride_, width_;
 };
@@ -365,18 +355,18 @@ public:
         LaunchParams p;
         p.add(inputs_[i].ptr).add(inputs_[i].stride).add(out_).add(stride_)
             .add(int(width_)).add(int(i > 0 || inPlace_));
-        FM_RETURN_IF_ERROR(dev_.launch(add_, {M}, {256}, p, q.stream()));
+        dev_.launch(add_, {M}, {256}, p, q);
       }
       if (inputs_.empty() && !inPlace_) {
         LaunchParams p;
         p.add(out_).add(stride_).add(int(width_));
-        FM_RETURN_IF_ERROR(dev_.launch(zero_, {M}, {256}, p, q.stream()));
+        dev_.launch(zero_, {M}, {256}, p, q);
       }
       if (comm_ && comm_->size() > 1) {
-        // Staged through the host: one collective of the dense rows.
+        // Staged through the host: one collective of the dense rows, once
+        // the sums above are done.
         const DriverApi &api = dev_.api();
-        FM_RETURN_IF_ERROR(check(api, api.cuStreamSynchronize(q.stream()),
-                                 "cuStreamSynchronize"));
+        FM_RETURN_IF_ERROR(q.synchronize("all-reduce host staging"));
         float *h = host_.data();
         for (int64_t r = 0; r < l.rows; ++r)
           FM_RETURN_IF_ERROR(check(
@@ -395,7 +385,7 @@ public:
       if (factor_ != 1.0f) {
         LaunchParams p;
         p.add(out_).add(stride_).add(int(width_)).add(factor_);
-        FM_RETURN_IF_ERROR(dev_.launch(scale_, {M}, {256}, p, q.stream()));
+        dev_.launch(scale_, {M}, {256}, p, q);
       }
     }
     if (stats_) {
@@ -462,7 +452,7 @@ CudaDevice::prepareDispatch(const DispatchDesc &d) {
 
 Expected<std::unique_ptr<Kernel>>
 CudaDevice::prepareCopyRow(const CopyRowDesc &d) {
-  return std::unique_ptr<Kernel>(new CopyRowKernel(*this, d));
+  return std::unique_ptr<Kernel>(new CopyRowKernel(d));
 }
 
 Expected<std::unique_ptr<Kernel>>

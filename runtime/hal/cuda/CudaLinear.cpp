@@ -56,20 +56,20 @@ Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w,
   return l;
 }
 
-Status Linear::run(CUstream stream, CUdeviceptr x, int64_t xStride,
-                   CUdeviceptr y, int64_t yStride, int64_t rows,
-                   bool accumulate) const {
+void Linear::run(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
+                 int64_t yStride, int64_t rows, bool accumulate) const {
   LaunchParams p;
   if (gemm_ && usesGemm(kind_, rows)) {
     p.add(x).add(xStride).add(w_).add(y).add(yStride).add(int(rows))
         .add(int(n_)).add(int(k_)).add(int(accumulate));
     const LaunchGeometry g = gemmGeometry(rows, n_);
-    return dev_->launch(gemm_, g.grid, g.block, p, stream);
+    dev_->launch(gemm_, g.grid, g.block, p, queue);
+    return;
   }
   p.add(w_).add(x).add(xStride).add(y).add(yStride).add(int(n_)).add(int(k_))
       .add(int(accumulate));
   const LaunchGeometry g = matvecGeometry(rows, n_);
-  return dev_->launch(matvec_, g.grid, g.block, p, stream);
+  dev_->launch(matvec_, g.grid, g.block, p, queue);
 }
 
 } // namespace fm::hal::cuda

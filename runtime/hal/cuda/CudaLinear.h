@@ -39,9 +39,10 @@ public:
   /// against the CPU's choice.
   static Expected<Linear> make(const CudaDevice &dev, const WeightDesc &w,
                                bool tensorCores = true);
-  /// y (+)= x · Wᵀ for `rows` rows (row r at x + r·xStride floats).
-  Status run(CUstream stream, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
-             int64_t yStride, int64_t rows, bool accumulate) const;
+  /// Records y (+)= x · Wᵀ for `rows` rows (row r at x + r·xStride
+  /// floats) on `queue`.
+  void run(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
+           int64_t yStride, int64_t rows, bool accumulate) const;
   int64_t outputs() const { return n_; }
 
 private:

@@ -5,7 +5,8 @@
 // (tokens sorted by expert): gate and up, SiLU·up, down, as matvecs for
 // few rows and tensor-core GEMMs from kGemmMinRows rows (CudaLinear.h);
 // then the combine in rank order and the sigmoid-gated shared expert.
-// The routing costs one stream synchronization per MoE layer.
+// The routing costs one stream synchronization per MoE layer, which also
+// ends the queue's recorded segment (CudaQueue::synchronize).
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaLinear.h"
 #include "hal/cuda/MoePlan.h"
@@ -25,15 +26,16 @@ public:
     auto &q = static_cast<CudaQueue &>(queue);
     FM_RETURN_IF_ERROR(q.enter());
     const DriverApi &api = dev_.api();
-    const CUstream s = q.stream();
     const int64_t M = l.rows, K = K_, I = I_, E = int64_t(gate_.size()), k = topK_;
     if (M <= 0)
       return Status::ok();
     if (M > maxRows_)
       return Status::error("cuda: MoE launch of " + std::to_string(M) +
                            " rows, planned for " + std::to_string(maxRows_));
-    FM_RETURN_IF_ERROR(router_.run(s, x_, xStride_, logits_->ptr(), E, M, false));
-    FM_RETURN_IF_ERROR(check(api, api.cuStreamSynchronize(s), "cuStreamSynchronize (MoE)"));
+    router_.run(q, x_, xStride_, logits_->ptr(), E, M, false);
+    // The routing is the host's: the segment so far (the router included)
+    // runs and is waited for, and the launches below start the next one.
+    FM_RETURN_IF_ERROR(q.synchronize("MoE router logits"));
     FM_RETURN_IF_ERROR(check(api,
                              api.cuMemcpyDtoH(hostLogits_.data(), logits_->ptr(),
                                               size_t(M * E) * sizeof(float)),
@@ -60,27 +62,27 @@ public:
       LaunchParams g;
       g.add(x_).add(xStride_).add(slotRow_->ptr()).add(first).add(xg_->ptr())
           .add(int(K));
-      FM_RETURN_IF_ERROR(dev_.launch(gather_, {unsigned(n)}, {256}, g, s));
+      dev_.launch(gather_, {unsigned(n)}, {256}, g, q);
       const CUdeviceptr xg = xg_->ptr() + CUdeviceptr(first * K * 4);
       const CUdeviceptr hg = hg_->ptr() + CUdeviceptr(first * I * 4);
       const CUdeviceptr hu = hu_->ptr() + CUdeviceptr(first * I * 4);
       const CUdeviceptr o = o_->ptr() + CUdeviceptr(first * K * 4);
-      FM_RETURN_IF_ERROR(swiglu(s, gate_[e], up_[e], down_[e], xg, K, hg, hu, I, o, n));
+      swiglu(q, gate_[e], up_[e], down_[e], xg, K, hg, hu, I, o, n);
     }
     LaunchParams c;
     c.add(o_->ptr()).add(int(K)).add(rowSlot_->ptr()).add(rowWeight_->ptr())
         .add(int(k)).add(y_).add(yStride_).add(int(accumulate_));
-    FM_RETURN_IF_ERROR(dev_.launch(combine_, {unsigned(M)}, {256}, c, s));
+    dev_.launch(combine_, {unsigned(M)}, {256}, c, q);
     if (!hasShared_)
       return Status::ok();
     // The shared expert, on every row, gated by sigmoid(x · gᵀ).
-    FM_RETURN_IF_ERROR(sharedExpertGate_.run(s, x_, xStride_, sharedLogit_->ptr(), 1, M, false));
-    FM_RETURN_IF_ERROR(swiglu(s, *sharedGate_, *sharedUp_, *sharedDown_, x_, xStride_,
-                              sharedHg_->ptr(), sharedHu_->ptr(), sharedI_,
-                              sharedO_->ptr(), M));
+    sharedExpertGate_.run(q, x_, xStride_, sharedLogit_->ptr(), 1, M, false);
+    swiglu(q, *sharedGate_, *sharedUp_, *sharedDown_, x_, xStride_, sharedHg_->ptr(),
+           sharedHu_->ptr(), sharedI_, sharedO_->ptr(), M);
     LaunchParams a;
     a.add(sharedO_->ptr()).add(int(K)).add(sharedLogit_->ptr()).add(y_).add(yStride_);
-    return dev_.launch(addGated_, {unsigned(M)}, {256}, a, s);
+    dev_.launch(addGated_, {unsigned(M)}, {256}, a, q);
+    return Status::ok();
   }
 
 private:
@@ -91,16 +93,16 @@ private:
         maxRows_(std::max<int64_t>(1, d.maxRows)), normTopk_(d.normTopk),
         accumulate_(d.accumulate), hasShared_(d.hasShared) {}
 
-  /// o[n][K] = down(silu(gate(x)) · up(x)) for n rows of x.
-  Status swiglu(CUstream s, const Linear &gate, const Linear &up, const Linear &down,
-                CUdeviceptr x, int64_t xStride, CUdeviceptr hg, CUdeviceptr hu,
-                int64_t I, CUdeviceptr o, int64_t n) const {
-    FM_RETURN_IF_ERROR(gate.run(s, x, xStride, hg, I, n, false));
-    FM_RETURN_IF_ERROR(up.run(s, x, xStride, hu, I, n, false));
+  /// Records o[n][K] = down(silu(gate(x)) · up(x)) for n rows of x.
+  void swiglu(CudaQueue &q, const Linear &gate, const Linear &up, const Linear &down,
+              CUdeviceptr x, int64_t xStride, CUdeviceptr hg, CUdeviceptr hu, int64_t I,
+              CUdeviceptr o, int64_t n) const {
+    gate.run(q, x, xStride, hg, I, n, false);
+    up.run(q, x, xStride, hu, I, n, false);
     LaunchParams p;
     p.add(hg).add(I).add(hu).add(I).add(hg).add(I).add(int(I));
-    FM_RETURN_IF_ERROR(dev_.launch(silu_, {unsigned(n)}, {256}, p, s));
-    return down.run(s, hg, I, o, K_, n, false);
+    dev_.launch(silu_, {unsigned(n)}, {256}, p, q);
+    down.run(q, hg, I, o, K_, n, false);
   }
 
   Status init(const MoeDesc &d) {

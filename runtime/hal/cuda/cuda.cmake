@@ -116,8 +116,10 @@ if(FM_BUILD_TESTS)
   # The tensor-core GEMM's weight decoding and tile mapping on the host.
   add_test(NAME runtime.cuda.gemm-index COMMAND fm_cuda_test
     --gtest_filter=CudaGemmIndex.*)
-  # CUDA graph replay against a fake driver table (no GPU).
-  add_test(NAME runtime.cuda.graph COMMAND fm_cuda_test --gtest_filter=CudaGraph.*)
+  # CUDA graph replay against a fake driver table (no GPU), and the device
+  # on that table: what its kernels record and when they reach the stream.
+  add_test(NAME runtime.cuda.graph COMMAND fm_cuda_test
+    --gtest_filter=CudaGraph.*:CudaGraphDevice.*)
   # The MoE routing plan and the matmul launch geometry on the host.
   add_test(NAME runtime.cuda.moe-plan COMMAND fm_cuda_test
     --gtest_filter=CudaMoePlan.*:CudaLaunchGeometry.*)

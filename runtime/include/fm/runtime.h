@@ -38,6 +38,10 @@ struct LoadOptions {
   /// (never a software one such as lavapipe), which is the CPU when there
   /// is no GPU. Model::device() says which.
   std::string device;
+  /// CUDA: replay each run's kernel launches as CUDA graphs (a decode step
+  /// becomes one graph launch once its shape repeats); false launches every
+  /// kernel directly (fm-run --no-cuda-graph). Other devices ignore it.
+  bool cudaGraphs = true;
   /// Check the data section against the artifact's weights digest
   /// (BLAKE2b-256; reads every weight byte once). The program digest (the
   /// commands and the generated code) is checked at every load.
@@ -258,6 +262,11 @@ struct SessionStats {
   /// Milliseconds the device spent executing the session's runs, from GPU
   /// timestamps; negative where the device does not measure it (the CPU).
   double deviceMs = -1.0;
+  /// The session's kernel launches: segments of recorded work run as one
+  /// CUDA graph launch, and kernels launched one by one; negative where
+  /// the device does not count them (every device but CUDA).
+  int64_t graphLaunches = -1;
+  int64_t directLaunches = -1;
   /// Milliseconds the session's first run of each program spent preparing
   /// it (the CPU's one-time repack of packed weights for prefill's GEMM;
   /// 0 where a copy was already made by another session): part of that

@@ -2,7 +2,8 @@
 # fm_run_nodriver.sh FM_RUN MODEL.fmb: where no CUDA driver is installed,
 # `fm-run --list-devices` lists cuda as absent with the reason and
 # `fm-run MODEL --device cuda` fails with a clear error (exit 77, skipped,
-# where a driver is installed: the GPU tests apply there).
+# where a driver is installed: the GPU tests apply there); --no-cuda-graph is
+# accepted and --stats says the CPU counts no launches.
 set -uo pipefail
 FM_RUN=$1; MODEL=$2
 list=$("$FM_RUN" --list-devices) || { echo "FAIL: fm-run --list-devices: exit $?"; exit 1; }
@@ -22,4 +23,12 @@ if ! echo "$err" | grep -q "fm-run: error: .*cuda_nodriver.fmb: device 'cuda' is
 fi
 # Without --device the CPU runs it.
 "$FM_RUN" "$MODEL" --tokens 1 --max-new-tokens 1 > /dev/null || { echo "FAIL: the default device did not run it"; exit 1; }
+# --no-cuda-graph is taken whatever the device (only CUDA's reads it), and
+# --stats counts no launches where the device does not record them.
+stats=$("$FM_RUN" "$MODEL" --tokens 1 --max-new-tokens 1 --no-cuda-graph --stats 2> /dev/null) ||
+  { echo "FAIL: fm-run --no-cuda-graph --stats: exit $?"; exit 1; }
+echo "$stats"
+if ! echo "$stats" | grep -q '"graph_launches": null, "direct_launches": null}'; then
+  echo "FAIL: the CPU's --stats line does not say null graph and direct launches"; exit 1
+fi
 echo "runtime.cuda.fm-run: ok"

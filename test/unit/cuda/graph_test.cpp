@@ -2,32 +2,59 @@
 // that logs what it is asked (no GPU): the shape key, the decision per
 // segment (direct the first time, instantiated the second, updated after),
 // that every recorded operation runs once, in order, with its argument
-// values, and the fallback to direct launches where capture fails.
+// values, and the fallback to direct launches where capture fails. Then the
+// device itself (CudaDevice::openOn the fake table, its memory host memory):
+// its kernels' runs recorded and replayed as one graph per identical step,
+// and every host-involved operation (the token upload, the MoE routing, the
+// all-reduce staging, upload and download) after the pending segment.
 #include "hal/cuda/CudaGraph.h"
+
+#include "fm/communicator.h"
+#include "fm/fmb_generated.h"
+#include "hal/cuda/CudaDevice.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace fm::hal::cuda {
 namespace {
 
-// What the fake driver saw, in order: "launch F a0", "copy", "begin", "end",
-// "instantiate", "update", "graph-launch", "destroy", "exec-destroy".
+// What the fake driver saw, in order: "launch F a" (F a kernel's number, or
+// its name for the kernels the fake modules handed out; a the argument
+// gArg), "copy N", "begin", "end", "instantiate", "update", "graph-launch",
+// "destroy", "exec-destroy"; the device's "htod-async N", "htod N", "dtoh N",
+// "sync" (N bytes). What a capture records is prefixed "capture ".
 std::vector<std::string> gLog;
 bool gCaptureFails = false;
 bool gUpdateFails = false;
+bool gInstantiateFails = false;
 bool gCapturing = false;
+int gArg = 0;           // the argument a launch's line shows
+bool gNamedArg = false; // named kernels show it too (their first is a pointer)
+std::map<CUfunction, std::string> gNames; // cuModuleGetFunction's handles
+
+std::string captured(const std::string &what) {
+  return (gCapturing ? "capture " : "") + what;
+}
 
 CUresult fakeLaunch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                     unsigned, CUstream, void **params, void **) {
-  uint64_t a0 = 0;
-  std::memcpy(&a0, params[0], sizeof a0);
-  gLog.push_back(std::string(gCapturing ? "capture " : "") + "launch " +
-                 std::to_string(reinterpret_cast<uintptr_t>(f)) + " " + std::to_string(a0));
+  auto named = gNames.find(f);
+  std::string line = "launch " + (named != gNames.end()
+                                      ? named->second
+                                      : std::to_string(reinterpret_cast<uintptr_t>(f)));
+  if (named == gNames.end() || gNamedArg) {
+    uint64_t a = 0;
+    std::memcpy(&a, params[gArg], sizeof a);
+    line += " " + std::to_string(a);
+  }
+  gLog.push_back(captured(line));
   return CUDA_SUCCESS;
 }
 CUresult fakeCopy(CUdeviceptr, CUdeviceptr, size_t bytes, CUstream) {
@@ -48,6 +75,8 @@ CUresult fakeEnd(CUstream, CUgraph *g) {
 }
 CUresult fakeInstantiate(CUgraphExec *e, CUgraph, unsigned long long) {
   gLog.push_back("instantiate");
+  if (gInstantiateFails)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
   *e = reinterpret_cast<CUgraphExec>(uintptr_t(0x200));
   return CUDA_SUCCESS;
 }
@@ -84,6 +113,114 @@ DriverApi fakeApi(bool graphs = true) {
   return a;
 }
 
+// The device's side of the fake: one sm_80 GPU whose memory is host
+// memory (the copies copy; the kernels do nothing).
+CUresult fakeDeviceCount(int *n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+CUresult fakeDeviceGet(CUdevice *d, int ordinal) {
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult fakeDeviceName(char *name, int size, CUdevice) {
+  std::snprintf(name, size_t(size), "fake GPU");
+  return CUDA_SUCCESS;
+}
+CUresult fakeAttribute(int *v, int attr, CUdevice) {
+  *v = attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 8
+       : attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+                                                              : 1;
+  return CUDA_SUCCESS;
+}
+CUresult fakeTotalMem(size_t *bytes, CUdevice) {
+  *bytes = size_t(1) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult fakeRetain(CUcontext *c, CUdevice) {
+  *c = reinterpret_cast<CUcontext>(uintptr_t(0x400));
+  return CUDA_SUCCESS;
+}
+CUresult fakeRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult fakeSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult fakeAlloc(CUdeviceptr *p, size_t bytes) {
+  *p = reinterpret_cast<CUdeviceptr>(std::calloc(1, bytes));
+  return CUDA_SUCCESS;
+}
+CUresult fakeFree(CUdeviceptr p) {
+  std::free(reinterpret_cast<void *>(p));
+  return CUDA_SUCCESS;
+}
+CUresult fakeMemset(CUdeviceptr p, unsigned char v, size_t bytes) {
+  std::memset(reinterpret_cast<void *>(p), v, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult fakeHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  gLog.push_back(captured("htod " + std::to_string(bytes)));
+  return CUDA_SUCCESS;
+}
+CUresult fakeDtoH(void *dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  gLog.push_back(captured("dtoh " + std::to_string(bytes)));
+  return CUDA_SUCCESS;
+}
+CUresult fakeHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  gLog.push_back(captured("htod-async " + std::to_string(bytes)));
+  return CUDA_SUCCESS;
+}
+CUresult fakeModuleLoad(CUmodule *m, const void *, unsigned, int *, void **) {
+  *m = reinterpret_cast<CUmodule>(uintptr_t(0x500));
+  return CUDA_SUCCESS;
+}
+CUresult fakeModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+// Every name is found: a handle per name, remembered for the log.
+CUresult fakeGetFunction(CUfunction *f, CUmodule, const char *name) {
+  for (const auto &[handle, known] : gNames)
+    if (known == name) {
+      *f = handle;
+      return CUDA_SUCCESS;
+    }
+  *f = reinterpret_cast<CUfunction>(uintptr_t(0x10000 + gNames.size()));
+  gNames[*f] = name;
+  return CUDA_SUCCESS;
+}
+CUresult fakeStreamCreate(CUstream *s, unsigned) {
+  *s = reinterpret_cast<CUstream>(uintptr_t(0x300));
+  return CUDA_SUCCESS;
+}
+CUresult fakeStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult fakeStreamSync(CUstream) {
+  gLog.push_back("sync");
+  return CUDA_SUCCESS;
+}
+
+DriverApi fakeDeviceApi(bool graphs = true) {
+  DriverApi a = fakeApi(graphs);
+  a.cuDeviceGetCount = fakeDeviceCount;
+  a.cuDeviceGet = fakeDeviceGet;
+  a.cuDeviceGetName = fakeDeviceName;
+  a.cuDeviceGetAttribute = fakeAttribute;
+  a.cuDeviceTotalMem = fakeTotalMem;
+  a.cuDevicePrimaryCtxRetain = fakeRetain;
+  a.cuDevicePrimaryCtxRelease = fakeRelease;
+  a.cuCtxSetCurrent = fakeSetCurrent;
+  a.cuMemAlloc = fakeAlloc;
+  a.cuMemFree = fakeFree;
+  a.cuMemsetD8 = fakeMemset;
+  a.cuMemcpyHtoD = fakeHtoD;
+  a.cuMemcpyDtoH = fakeDtoH;
+  a.cuMemcpyHtoDAsync = fakeHtoDAsync;
+  a.cuModuleLoadDataEx = fakeModuleLoad;
+  a.cuModuleUnload = fakeModuleUnload;
+  a.cuModuleGetFunction = fakeGetFunction;
+  a.cuStreamCreate = fakeStreamCreate;
+  a.cuStreamDestroy = fakeStreamDestroy;
+  a.cuStreamSynchronize = fakeStreamSync;
+  return a;
+}
+
 CUfunction fn(uintptr_t id) { return reinterpret_cast<CUfunction>(id); }
 
 // A decode step's shape: two kernels and a copy; `position` is the value
@@ -91,17 +228,21 @@ CUfunction fn(uintptr_t id) { return reinterpret_cast<CUfunction>(id); }
 void recordStep(GraphRecorder &r, uint64_t position, unsigned rows = 4) {
   const unsigned grid[3] = {rows, 1, 1}, block[3] = {256, 1, 1};
   const uint64_t a[2] = {position, 7};
-  ASSERT_TRUE(r.recordLaunch(fn(1), grid, block, a, 2).isOk());
+  r.recordLaunch(fn(1), grid, block, a, 2);
   r.recordCopy(0x1000, 0x2000, 64);
   const uint64_t b[1] = {position + 1};
-  ASSERT_TRUE(r.recordLaunch(fn(2), grid, block, b, 1).isOk());
+  r.recordLaunch(fn(2), grid, block, b, 1);
 }
+
+using Log = std::vector<std::string>;
 
 class CudaGraph : public ::testing::Test {
 protected:
   void SetUp() override {
     gLog.clear();
-    gCaptureFails = gUpdateFails = gCapturing = false;
+    gCaptureFails = gUpdateFails = gInstantiateFails = gCapturing = false;
+    gArg = 0;
+    gNamedArg = false;
   }
 };
 
@@ -112,22 +253,24 @@ TEST_F(CudaGraph, DecisionIsDirectThenInstantiateThenUpdate) {
   EXPECT_EQ(graphStep(false, 2, true), GraphStep::Direct);
 }
 
-TEST_F(CudaGraph, ShapeIgnoresArgumentValuesButNotGeometryOrKernels) {
-  auto ops = [](uint64_t pos, unsigned rows, uintptr_t second, uint64_t bytes) {
+TEST_F(CudaGraph, ShapeIgnoresWhereArgumentValuesLieButNotGeometryOrKernels) {
+  auto ops = [](uint32_t firstArg, unsigned rows, uintptr_t second, uint64_t bytes,
+                int numArgs = 1) {
     std::vector<GraphOp> v(2);
     v[0].fn = fn(1);
     v[0].grid[0] = rows;
-    v[0].args[0] = pos;
-    v[0].numArgs = 1;
+    v[0].firstArg = firstArg;
+    v[0].numArgs = numArgs;
     v[1].fn = second ? fn(second) : nullptr;
     v[1].bytes = bytes;
     return v;
   };
-  const uint64_t base = graphShape(ops(5, 4, 0, 64));
-  EXPECT_EQ(graphShape(ops(6, 4, 0, 64)), base);
-  EXPECT_NE(graphShape(ops(5, 8, 0, 64)), base);
-  EXPECT_NE(graphShape(ops(5, 4, 3, 64)), base);
-  EXPECT_NE(graphShape(ops(5, 4, 0, 128)), base);
+  const uint64_t base = graphShape(ops(0, 4, 0, 64));
+  EXPECT_EQ(graphShape(ops(9, 4, 0, 64)), base);
+  EXPECT_NE(graphShape(ops(0, 8, 0, 64)), base);
+  EXPECT_NE(graphShape(ops(0, 4, 3, 64)), base);
+  EXPECT_NE(graphShape(ops(0, 4, 0, 128)), base);
+  EXPECT_NE(graphShape(ops(0, 4, 0, 64, 2)), base);
   EXPECT_NE(graphShape({}), base);
 }
 
@@ -217,18 +360,311 @@ TEST_F(CudaGraph, DisabledOrWithoutGraphEntryPointsAlwaysDirect) {
   }
 }
 
-TEST_F(CudaGraph, LaunchWithTooManyArgumentsIsRefusedNotCut) {
+TEST_F(CudaGraph, DirectLaunchesCountKernelsNotCopies) {
+  const DriverApi api = fakeApi();
+  GraphRecorder r(api, true);
+  recordStep(r, 1); // seen once: direct
+  ASSERT_TRUE(r.submit(nullptr).isOk());
+  recordStep(r, 2); // a graph
+  ASSERT_TRUE(r.submit(nullptr).isOk());
+  EXPECT_EQ(r.directLaunches(), 2);
+  EXPECT_EQ(r.graphLaunches(), 1);
+}
+
+// A generated kernel takes five words per buffer: every one is replayed,
+// directly and in a capture.
+TEST_F(CudaGraph, LaunchWithManyArgumentsIsReplayedWhole) {
   const DriverApi api = fakeApi(true);
   GraphRecorder r(api, true);
   const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
-  uint64_t args[GraphOp::kMaxArgs + 1] = {};
-  EXPECT_TRUE(r.recordLaunch(fn(1), grid, block, args, GraphOp::kMaxArgs).isOk());
-  const Status s = r.recordLaunch(fn(2), grid, block, args, GraphOp::kMaxArgs + 1);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("17 arguments"), std::string::npos) << s.message();
-  ASSERT_TRUE(r.submit(nullptr).isOk());
-  ASSERT_EQ(gLog.size(), 1u); // only the launch that fit ran
-  EXPECT_EQ(gLog.front().rfind("launch 1", 0), 0u) << gLog.front();
+  std::vector<uint64_t> args(40);
+  for (size_t i = 0; i < args.size(); ++i)
+    args[i] = 100 + i;
+  gArg = 39;
+  for (int step = 0; step < 2; ++step) {
+    r.recordLaunch(fn(1), grid, block, args.data(), int(args.size()));
+    args[39] = 0; // recorded values are copies
+    ASSERT_TRUE(r.submit(nullptr).isOk());
+    args[39] = 139;
+  }
+  EXPECT_EQ(gLog, (Log{"launch 1 139", "begin", "capture launch 1 139", "end", "instantiate",
+                       "destroy", "graph-launch"}));
+}
+
+// ---------------------------------------------------------------------------
+// The device on the fake driver
+// ---------------------------------------------------------------------------
+
+/// A second rank whose all-reduce only logs.
+class TwoRanks final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Status allReduceSum(float *, int64_t count) override {
+    gLog.push_back("all-reduce " + std::to_string(count));
+    return Status::ok();
+  }
+  Status broadcast(int32_t *, int64_t, int) override { return Status::ok(); }
+};
+
+/// A device on the fake driver, and a tiny decode step's kernels on it: an
+/// f32 embedding (4 tokens of 8), an 8 x 8 f32 matmul and a row copy.
+class CudaGraphDevice : public CudaGraph {
+protected:
+  static constexpr int64_t kWidth = 8;
+
+  void open(bool graphs) {
+    api_ = fakeDeviceApi();
+    CudaOptions options;
+    options.graphs = graphs;
+    auto d = CudaDevice::openOn(api_, 0, options);
+    ASSERT_TRUE(d.isOk()) << d.message();
+    device_ = std::move(*d);
+    auto q = device_->createQueue({});
+    ASSERT_TRUE(q.isOk()) << q.message();
+    queue_.reset(static_cast<CudaQueue *>(q->release()));
+    auto w = device_->allocate(4096, MemorySpace::Device);
+    auto a = device_->allocate(1024, MemorySpace::Device);
+    ASSERT_TRUE(w.isOk() && a.isOk());
+    weights_ = std::move(*w);
+    arena_ = std::move(*a);
+
+    EmbedDesc e;
+    e.table = weight(0, {4, kWidth});
+    e.out = rows(0);
+    MatmulDesc m;
+    m.x = rows(0);
+    m.y = rows(1);
+    m.k = m.n = kWidth;
+    m.weights = {weight(128, {kWidth, kWidth})};
+    CopyRowDesc c;
+    c.src = rows(1);
+    c.dst = rows(2);
+    embed_ = prepared(device_->prepareEmbed(e));
+    matmul_ = prepared(device_->prepareMatmul(m));
+    copyRow_ = prepared(device_->prepareCopyRow(c));
+    gLog.clear();
+  }
+
+  WeightDesc weight(uint64_t offset, std::vector<int64_t> shape) {
+    WeightDesc w;
+    w.buffer = weights_.get();
+    w.offset = offset;
+    w.bytes = uint64_t(shape[0] * shape[1]) * 4;
+    w.shape = std::move(shape);
+    return w;
+  }
+  /// Row block `i` of the arena: one row of kWidth floats.
+  Rows rows(int i) { return {arena_.get(), uint64_t(i) * 64, kWidth, kWidth}; }
+  std::unique_ptr<Kernel> prepared(Expected<std::unique_ptr<Kernel>> k) {
+    EXPECT_TRUE(k.isOk()) << k.message();
+    return k ? std::move(*k) : nullptr;
+  }
+  void run(const std::unique_ptr<Kernel> &k, int64_t pos = 0) {
+    const int32_t token = int32_t(pos % 4);
+    const Status s = k->run(*queue_, Launch{1, pos, &token});
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+  /// One decode step, then the end of the run (the executor's flush).
+  void step(int64_t pos) {
+    run(embed_, pos);
+    run(matmul_, pos);
+    run(copyRow_, pos);
+    const Status s = queue_->flush();
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+  /// The kernels of step(), launched one by one.
+  static Log directStep() {
+    return {"launch fm_embed", "launch fm_matvec_f32", "copy 32"};
+  }
+  /// step()'s recorded segment, captured into a graph.
+  static Log capturedStep() {
+    return {"begin", "capture launch fm_embed", "capture launch fm_matvec_f32",
+            "capture copy 32", "end"};
+  }
+  static Log concat(std::initializer_list<Log> parts) {
+    Log all;
+    for (const Log &p : parts)
+      all.insert(all.end(), p.begin(), p.end());
+    return all;
+  }
+
+  // Declared in the order they may be destroyed in reverse.
+  DriverApi api_{};
+  std::unique_ptr<CudaDevice> device_;
+  std::unique_ptr<Buffer> weights_, arena_;
+  std::unique_ptr<CudaQueue> queue_;
+  std::unique_ptr<Kernel> embed_, matmul_, copyRow_;
+};
+
+TEST_F(CudaGraphDevice, IdenticalStepsReplayAsOneGraphFromTheSecond) {
+  open(/*graphs=*/true);
+  run(embed_, 0);
+  run(matmul_, 0);
+  run(copyRow_, 0);
+  // Recorded, not launched: only the token upload reached the stream.
+  EXPECT_EQ(gLog, (Log{"htod-async 4"}));
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog, concat({{"htod-async 4"}, directStep(), {"sync"}}));
+  gLog.clear();
+  step(1);
+  EXPECT_EQ(gLog, concat({{"htod-async 4"}, capturedStep(),
+                          {"instantiate", "destroy", "graph-launch", "sync"}}));
+  gLog.clear();
+  step(2);
+  EXPECT_EQ(gLog, concat({{"htod-async 4"}, capturedStep(),
+                          {"update", "destroy", "graph-launch", "sync"}}));
+  const Queue::LaunchCounts counts = queue_->launchCounts();
+  EXPECT_EQ(counts.graph, 2);
+  EXPECT_EQ(counts.direct, 2);
+}
+
+TEST_F(CudaGraphDevice, ATokenUploadSubmitsThePendingSegmentFirst) {
+  open(true);
+  run(matmul_);
+  run(embed_);
+  // The matmul recorded before the embedding is on the stream before the
+  // embedding's tokens; the embedding's launch waits for the flush.
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "htod-async 4"}));
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "htod-async 4", "launch fm_embed", "sync"}));
+}
+
+TEST_F(CudaGraphDevice, UploadAndDownloadSubmitThePendingSegmentFirst) {
+  open(true);
+  float row[kWidth] = {};
+  run(matmul_);
+  ASSERT_TRUE(device_->download(*arena_, 64, row, sizeof row).isOk());
+  run(copyRow_); // another segment's shape (a repeated one would be a graph)
+  ASSERT_TRUE(device_->upload(*arena_, 0, row, sizeof row).isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "dtoh 32", "copy 32", "htod 32"}));
+}
+
+TEST_F(CudaGraphDevice, WithoutGraphsEveryStepLaunchesDirectly) {
+  open(/*graphs=*/false);
+  for (int64_t pos = 0; pos < 3; ++pos) {
+    gLog.clear();
+    step(pos);
+    EXPECT_EQ(gLog, concat({{"htod-async 4"}, directStep(), {"sync"}})) << "step " << pos;
+  }
+  const Queue::LaunchCounts counts = queue_->launchCounts();
+  EXPECT_EQ(counts.graph, 0);
+  EXPECT_EQ(counts.direct, 6);
+}
+
+TEST_F(CudaGraphDevice, AFailedInstantiationLaunchesDirectlyWithOneNotice) {
+  open(true);
+  step(0);
+  gLog.clear();
+  gInstantiateFails = true;
+  testing::internal::CaptureStderr();
+  step(1);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "fm: cuda: cuGraphInstantiate: CUDA error 2: CUDA graphs off, launching "
+                 "directly\n");
+  EXPECT_EQ(gLog, concat({{"htod-async 4"}, capturedStep(), {"instantiate", "destroy"},
+                          directStep(), {"sync"}}));
+  gLog.clear();
+  step(2);
+  EXPECT_EQ(gLog, concat({{"htod-async 4"}, directStep(), {"sync"}}));
+  EXPECT_EQ(queue_->launchCounts().graph, 0);
+}
+
+// The routing needs the router's logits on the host: the segment with the
+// router is run and waited for before they are read, and the experts
+// start the next one.
+TEST_F(CudaGraphDevice, MoeRoutingSynchronizesThroughTheQueue) {
+  open(true);
+  MoeDesc d;
+  d.x = rows(0);
+  d.y = rows(1);
+  d.router = weight(0, {2, kWidth});
+  for (int e = 0; e < 2; ++e) {
+    d.gate.push_back(weight(128, {kWidth, kWidth}));
+    d.up.push_back(weight(512, {kWidth, kWidth}));
+    d.down.push_back(weight(1024, {kWidth, kWidth}));
+  }
+  d.topK = 1;
+  std::unique_ptr<Kernel> moe = prepared(device_->prepareMoe(d));
+  ASSERT_TRUE(moe);
+  gLog.clear();
+  run(matmul_);
+  run(moe);
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_matvec_f32", "sync", "dtoh 8",
+                       "htod 4", "htod 4", "htod 4"}));
+  gLog.clear();
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_moe_gather", "launch fm_matvec_f32", "launch fm_matvec_f32",
+                       "launch fm_silu_mul", "launch fm_matvec_f32", "launch fm_moe_combine",
+                       "sync"}));
+}
+
+TEST_F(CudaGraphDevice, AllReduceStagesThroughTheHostAfterThePendingSegment) {
+  open(true);
+  TwoRanks ranks;
+  AllReduceDesc d;
+  d.inputs = {rows(1)};
+  d.out = rows(2);
+  d.scale = 0.5f;
+  d.comm = &ranks;
+  std::unique_ptr<Kernel> reduce = prepared(device_->prepareAllReduce(d));
+  ASSERT_TRUE(reduce);
+  gLog.clear();
+  run(matmul_);
+  run(reduce);
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_add_rows", "sync", "dtoh 32",
+                       "all-reduce 8", "htod 32"}));
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog.back(), "sync");
+  EXPECT_EQ(gLog[gLog.size() - 2], "launch fm_scale_rows");
+}
+
+// A generated kernel (fmc --target cuda) with four buffers takes 22
+// parameters: recorded whole, its rows and pos words included.
+TEST_F(CudaGraphDevice, GeneratedKernelLaunchesAreRecorded) {
+  open(true);
+  const int buffers = 4;
+  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                    ".visible .entry fmk_k0_entry(\n";
+  for (int i = 0; i < buffers * 5 + 2; ++i)
+    ptx += std::string(i ? ",\n" : "") + "\t.param ." + (i < buffers * 5 ? "u64" : "u32") +
+           " p" + std::to_string(i);
+  ptx += "\n)\n{\n\tret;\n}\n";
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<artifact::Binding>> bindings;
+  for (int i = 0; i < buffers; ++i)
+    bindings.push_back(artifact::CreateBinding(fbb, 0, uint32_t(i)));
+  std::vector<flatbuffers::Offset<artifact::PushConstant>> push = {
+      artifact::CreatePushConstantDirect(fbb, "rows", 0, 4),
+      artifact::CreatePushConstantDirect(fbb, "pos", 4, 4)};
+  const std::vector<uint32_t> wg = {64, 1, 1};
+  std::vector<flatbuffers::Offset<artifact::Function>> fns = {
+      artifact::CreateFunctionDirect(fbb, "fmk_k0_entry", &wg, &bindings, &push)};
+  const std::vector<uint8_t> data(ptx.begin(), ptx.end());
+  fbb.Finish(artifact::CreateExecutableDirect(fbb, "cuda", "ptx", "nvptx64-nvidia-cuda",
+                                              "sm_80", &data, &fns));
+  auto exe = device_->loadExecutable(
+      *flatbuffers::GetRoot<artifact::Executable>(fbb.GetBufferPointer()), "m.fmb");
+  ASSERT_TRUE(exe.isOk()) << exe.message();
+  DispatchDesc d;
+  d.executable = exe->get();
+  for (int i = 0; i < buffers; ++i) {
+    DispatchArg a;
+    a.rows = rows(i);
+    d.args.push_back(a);
+  }
+  std::unique_ptr<Kernel> dispatch = prepared(device_->prepareDispatch(d));
+  ASSERT_TRUE(dispatch);
+  gLog.clear();
+  gArg = buffers * 5 + 1; // pos
+  gNamedArg = true;
+  for (int64_t pos = 7; pos < 9; ++pos) {
+    run(dispatch, pos);
+    EXPECT_TRUE(gLog.empty() || gLog.back() == "sync");
+    ASSERT_TRUE(queue_->flush().isOk());
+  }
+  EXPECT_EQ(gLog, (Log{"launch fmk_k0_entry 7", "sync", "begin", "capture launch fmk_k0_entry 8",
+                       "end", "instantiate", "destroy", "graph-launch", "sync"}));
 }
 
 } // namespace

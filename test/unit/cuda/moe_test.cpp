@@ -251,9 +251,7 @@ protected:
     ASSERT_TRUE(k.isOk()) << k.message();
     Status s = (*k)->run(*queue_, Launch{rows, 0, nullptr});
     ASSERT_TRUE(s.isOk()) << s.message();
-    const DriverApi &api = device_->api();
-    s = check(api, api.cuStreamSynchronize(static_cast<CudaQueue &>(*queue_).stream()),
-              "cuStreamSynchronize");
+    s = static_cast<CudaQueue &>(*queue_).synchronize("the MoE under test");
     ASSERT_TRUE(s.isOk()) << s.message();
   }
 
