@@ -179,9 +179,10 @@ int main(int argc, char **argv) {
     for (int64_t M : rowCounts) {
       std::printf("threads %d, M %lld\n", threads, static_cast<long long>(M));
       std::printf("  %-6s %-8s %5s %5s | %8s | %-18s %-18s %-18s %-18s %-18s "
-                  "| %-16s %-16s\n",
-                  "model", "matrix", "N", "K", "oneDNN", "w2 amx int8x2",
-                  "w2 amx int8", "w4 amx int8x2", "w4 amx int8", "w2 vnni int8x2",
+                  "%-18s %-18s | %-16s %-16s\n",
+                  "model", "matrix", "N", "K", "oneDNN", "w2 best int8x2",
+                  "w2 best int8", "w2 best int11", "w4 best int8x2",
+                  "w4 best int8", "w4 best int11", "w2 vnni int8x2",
                   "w2 old int8x2", "w4 old int8x2");
       for (const Shape &sh : shapes) {
         if (!only.empty() && only != sh.model)
@@ -239,8 +240,10 @@ int main(int argc, char **argv) {
                      }, {}});
         v.push_back({"w2 best int8x2", gemm(best, g2, w2, QActivations::Int8x2), {}});
         v.push_back({"w2 best int8", gemm(best, g2, w2, QActivations::Int8), {}});
+        v.push_back({"w2 best int11", gemm(best, g2, w2, QActivations::Int11), {}});
         v.push_back({"w4 best int8x2", gemm(best, g4, w4, QActivations::Int8x2), {}});
         v.push_back({"w4 best int8", gemm(best, g4, w4, QActivations::Int8), {}});
+        v.push_back({"w4 best int11", gemm(best, g4, w4, QActivations::Int11), {}});
         const bool vnni = fm::kernels::gemmPathAvailable(fm::kernels::GemmPath::Avx512Vnni);
         if (vnni)
           v.push_back({"w2 vnni int8x2",

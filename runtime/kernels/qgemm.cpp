@@ -179,12 +179,33 @@ std::string cpuName() {
 #endif
 }
 
+bool gemmTakesInt11InOneTile(GemmPath path, QuantFormat f) {
+  return gemmPathAvailable(path) &&
+         gdetail::usesPairTile(isaTable(path, QActivations::Int11), f, true);
+}
+
+bool gemmTakesInt11InOneTile(QuantFormat f) {
+  return gemmTakesInt11InOneTile(gemmPathBest(), f);
+}
+
+namespace {
+// Int11Fast: Int11 where `path` takes it in one tile per group, else Int8x2.
+QActivations resolve(GemmPath path, QuantFormat f, QActivations act) {
+  if (act != QActivations::Int11Fast)
+    return act;
+  return gemmTakesInt11InOneTile(path, f) ? QActivations::Int11
+                                          : QActivations::Int8x2;
+}
+} // namespace
+
 size_t qgemmScratchBytes(QuantFormat f, int64_t M, int64_t K,
                          QActivations act) {
+  act = resolve(gemmPathBest(), f, act);
   if (act == QActivations::F32 || M <= 0)
     return 0; // the f32 path reads x as it is
   const gdetail::ActSizes sz =
-      gdetail::actSizes(f, M, K, act == QActivations::Int8 ? 1 : 2);
+      gdetail::actSizes(f, M, K, act == QActivations::Int8 ? 1 : 2,
+                        act == QActivations::Int11);
   return static_cast<size_t>((sz.xqBytes + 63) / 64 * 64) +
          sizeof(float) * static_cast<size_t>(sz.dxFloats + sz.xsFloats);
 }
@@ -209,7 +230,8 @@ gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
   p.accumulate = accumulate;
   if (isa.prepare) {
     const int digits = act == QActivations::Int8 ? 1 : 2;
-    const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits);
+    const bool int11 = act == QActivations::Int11;
+    const gdetail::ActSizes sz = gdetail::actSizes(f, M, K, digits, int11);
     const size_t xqBytes = static_cast<size_t>((sz.xqBytes + 63) / 64 * 64);
     gdetail::Act &a = p.act;
     a.xq = reinterpret_cast<const int8_t *>(buf);
@@ -220,13 +242,17 @@ gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
     a.lds = sz.kPadded / f.group;
     a.digits = digits;
     a.unit = quantUnitInputs(f);
+    a.hiShift = int11 ? 3 : 8;
+    a.pairTile = gdetail::usesPairTile(isa, f, int11);
   }
   return p;
 }
 
-// Zeroes the prepared rows past M * D that fill out the last 16-row tile.
+// Zeroes the prepared rows past M * D that fill out the last 16-row tile
+// (int11: the last 16-row tile of x rows in the pair-tile layout too).
 void zeroPadding(const gdetail::Params &p, int64_t M) {
-  const gdetail::ActSizes sz = gdetail::actSizes(p.f, M, p.K, p.act.digits);
+  const gdetail::ActSizes sz =
+      gdetail::actSizes(p.f, M, p.K, p.act.digits, p.act.hiShift == 3);
   std::memset(const_cast<int8_t *>(p.act.xq) + M * p.act.digits * sz.kPadded,
               0,
               static_cast<size_t>((sz.rowsPadded - M * p.act.digits) *
@@ -277,6 +303,7 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
   (void)layout;
   if (M <= 0 || N <= 0)
     return;
+  act = resolve(path, f, act);
   const GemmIsa &isa = isaTable(path, act);
   uint8_t *buf = nullptr;
   if (isa.prepare)
@@ -310,6 +337,7 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
 void qgemmPrepareRows(const float *x, int64_t M, int64_t K, QuantFormat f,
                       QActivations act, uint8_t *scratch, int64_t m0,
                       int64_t m1) {
+  act = resolve(gemmPathBest(), f, act);
   const GemmIsa &isa = isaTable(gemmPathBest(), act);
   const gdetail::Params p =
       params(isa, x, M, K, nullptr, f, 16, nullptr, 0, false, act, scratch);
@@ -328,6 +356,7 @@ void qgemmColumns(const float *x, int64_t M, int64_t K, const uint8_t *w,
          n0 % 16 == 0 && (n1 % 16 == 0 || n1 == N) && "bad qgemm columns");
   if (M <= 0 || n0 >= n1)
     return;
+  act = resolve(gemmPathBest(), f, act);
   const GemmIsa &isa = isaTable(gemmPathBest(), act);
   const gdetail::Params p =
       params(isa, x, M, K, w, f, N, y, ldy, accumulate, act, scratch);

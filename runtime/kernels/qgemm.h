@@ -58,6 +58,11 @@ const char *gemmPathName(GemmPath path);
 bool gemmPathAvailable(GemmPath path);
 /// The fastest available path; detected once.
 GemmPath gemmPathBest();
+/// Whether `path` (the best path) runs QActivations::Int11 on format f
+/// with both digits in one tile per group (AMX, balanced group 32 at 2 or
+/// 4 bits): where QActivations::Int11Fast takes Int11.
+bool gemmTakesInt11InOneTile(GemmPath path, QuantFormat f);
+bool gemmTakesInt11InOneTile(QuantFormat f);
 /// The CPU's brand string (CPUID), for test and benchmark reports.
 std::string cpuName();
 
@@ -67,7 +72,10 @@ std::string cpuName();
 /// how x enters the integer dot products, with the same rounding as
 /// qmatmul (blocks of min(group, 64) inputs, QActivations): the integer
 /// dots are exact, so results differ from qmatmul's only in the float
-/// summation order. QActivations::F32 runs the generic f32 path (decoding
+/// summation order. QActivations::Int11 is qgemm's own (qmatmul runs
+/// Int8x2 for it), the same on every path; Int11Fast is Int11 or Int8x2 per
+/// gemmTakesInt11InOneTile. QActivations::F32 runs the
+/// generic f32 path (decoding
 /// the weights; slow: prefill should use an integer mode). Split across
 /// `pool` (may be null) by blocks of 32 outputs and of rows; the result
 /// does not depend on the thread count. Any M >= 1 (M == 1 works but the

@@ -62,11 +62,12 @@ struct alignas(64) TileConfig {
 static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
 // Tiles 0-3: C (16 prepared rows x 16 int32), 4-5: A (16 prepared rows x U
-// bytes), 6-7: B (U / 4 tile rows x 64 bytes).
+// bytes), 6-7: B (U / 4 tile rows x 64 bytes). The pair-tile layout takes
+// K = 64 tiles (both digits of a 32-input unit).
 void setup(const Params &p) {
   TileConfig c{};
   c.palette = 1;
-  const int U = quantUnitInputs(p.f);
+  const int U = p.act.pairTile ? 64 : quantUnitInputs(p.f);
   for (int t = 0; t < 4; ++t) {
     c.rows[t] = 16;
     c.colsBytes[t] = 64;
@@ -115,11 +116,11 @@ FM_GEMM_INLINE void epilogue(const Params &p, const CTiles &c, int64_t tp,
       const float d = dx[i * a.ldd], x = groupEnd ? xs[i * a.lds] : 0.0f;
       const __m512i d0[2] = {_mm512_load_si512(c0),
                              _mm512_load_si512(c0 + 16 * (D - 1))};
-      K::fold(out, K::combine<D>(d0), d, s[0], groupEnd, mo[0], x);
+      K::fold(out, K::combine<D>(d0, a.hiShift), d, s[0], groupEnd, mo[0], x);
       if (panels == 2) {
         const __m512i d1[2] = {_mm512_load_si512(c1),
                                _mm512_load_si512(c1 + 16 * (D - 1))};
-        K::fold(out + 16, K::combine<D>(d1), d, s[1], groupEnd, mo[1], x);
+        K::fold(out + 16, K::combine<D>(d1, a.hiShift), d, s[1], groupEnd, mo[1], x);
       }
     }
   }
@@ -217,6 +218,12 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 // - while the tile unit computes unit u, the fold of unit u - 1 runs.
 // A chunk's weights are unpacked (and signed) once into bs and its scales
 // halved into hs, then reused by every A tile of the range.
+//
+// int11 (Pair): x row m's unit holds both digits side by side (the
+// pair-tile layout, qgemm_isa.h), so one K = 64 tile of 16 x rows meets a
+// unit's B tile of [8 w; w] (16 tile rows: 8 w = 16 q - 8 (2^b - 1) is
+// within +-120) and one tdpbssd gives sum_k w_k (8 q0_k + q1_k): int8x2's
+// fold-free combine, at int8's count of tile products and folds.
 // ---------------------------------------------------------------------------
 
 constexpr int kChunkBlocks = 8;                    // 512 inputs, 16 units
@@ -239,12 +246,38 @@ FM_GEMM_INLINE void unpackSigned(const uint8_t *block, uint8_t *rows) {
   }
 }
 
+// The int11 B tiles of a block's 2 units: [8 w; w] per unit, 16 tile rows
+// (unit r / 8 of tile row r of unpackSigned's layout, then its row r % 8).
+template <int Bits>
+FM_GEMM_INLINE void unpackSignedPair(const uint8_t *block, uint8_t *units) {
+  constexpr int V = 2 * Bits, P = 8 / Bits;
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
+  const __m512i top = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
+  const __m512i top8 =
+      _mm512_set1_epi8(static_cast<char>(8 * ((1 << Bits) - 1)));
+  for (int v = 0; v < V; ++v) {
+    const __m512i vec = _mm512_loadu_si512(block + 64 * v);
+    for (int j = 0; j < P; ++j) {
+      const int r = v + V * j;
+      uint8_t *unit = units + (r / 8) * 2 * kUnitTileBytes + 64 * (r % 8);
+      const __m512i q = _mm512_and_si512(
+          j ? _mm512_srli_epi16(vec, Bits * j) : vec, mask);
+      // 16 q stays in its byte (q < 16), so the 16-bit shift is exact.
+      _mm512_store_si512(unit,
+                         _mm512_sub_epi8(_mm512_slli_epi16(q, 4), top8));
+      _mm512_store_si512(unit + kUnitTileBytes,
+                         _mm512_sub_epi8(_mm512_add_epi8(q, q), top));
+    }
+  }
+}
+
 // Folds the stored C tiles (c[j]: 16 prepared rows x 16 int32, panel j) of
-// unit u into acc[i][j] for the tile's first `count` x rows.
+// unit u into acc[i][j] for the tile's first `count` x rows (D == 2: digit 0
+// weighs 2^hiShift).
 template <int D>
 FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
                              int64_t ldd, int count, const __m512 *hs,
-                             __m512 (&acc)[16 / D][D]) {
+                             int hiShift, __m512 (&acc)[16 / D][D]) {
 #pragma GCC unroll 16
   for (int i = 0; i < 16 / D; ++i) {
     if (i >= count)
@@ -254,7 +287,7 @@ FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
     for (int j = 0; j < D; ++j) {
       __m512i v = _mm512_load_si512(c[j] + 16 * D * i);
       if constexpr (D == 2)
-        v = _mm512_add_epi32(_mm512_slli_epi32(v, 8),
+        v = _mm512_add_epi32(_mm512_slli_epi32(v, hiShift),
                              _mm512_load_si512(c[j] + 16 * D * i + 16));
       acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), d),
                                   hs[j], acc[i][j]);
@@ -262,30 +295,41 @@ FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
   }
 }
 
-template <int D, int Bits>
+// D == 1 with Pair: int11 in the pair-tile layout.
+template <int D, int Bits, bool Pair = false>
 void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
               int64_t p1) {
+  static_assert(!Pair || D == 1, "the pair tile holds one x row per row");
   constexpr int R = 16 / D; // x rows per A tile
+  // A unit's B tile, and the A tiles' row stride and unit step.
+  constexpr int kUnitBytes = Pair ? 2 * kUnitTileBytes : kUnitTileBytes;
   const Act &a = p.act;
+  const int64_t lda = Pair ? 2 * a.ldx : a.ldx;
+  constexpr int kUnitStep = Pair ? 64 : 32;
   const int64_t rows = m1 - m0;
   const int64_t tiles = (rows * D + 15) / 16;
   const int64_t units = p.geo.blocks * 2;
-  alignas(64) uint8_t bs[2][kChunkUnits * kUnitTileBytes];
-  alignas(64) float hs[2][kChunkUnits][16];
+  constexpr int kChunk = Pair ? kChunkUnits / 2 : kChunkUnits;
+  alignas(64) uint8_t bs[2][kChunk * kUnitBytes];
+  alignas(64) float hs[2][kChunk][16];
   alignas(64) int32_t cbuf[2][2][256];
   alignas(64) float acc[kMaxUnitRows * 32];
   for (int64_t pi = p0; pi < p1; pi += 2) {
     const int panels = p1 - pi >= 2 ? 2 : 1;
     const uint8_t *panel[2] = {p.w + pi * p.geo.panelBytes,
                                p.w + (pi + panels - 1) * p.geo.panelBytes};
-    for (int64_t c0 = 0; c0 < units; c0 += kChunkUnits) {
-      const int cu = units - c0 < kChunkUnits ? int(units - c0) : kChunkUnits;
+    for (int64_t c0 = 0; c0 < units; c0 += kChunk) {
+      const int cu = units - c0 < kChunk ? int(units - c0) : kChunk;
       // Both panels (a lone panel twice: int8x2 computes both and drops
       // the copy).
       for (int j = 0; j < 2; ++j) {
-        for (int b = 0; b < cu / 2; ++b)
-          unpackSigned<Bits>(panel[j] + (c0 / 2 + b) * p.geo.blockBytes,
-                             bs[j] + b * 2 * kUnitTileBytes);
+        for (int b = 0; b < cu / 2; ++b) {
+          const uint8_t *block = panel[j] + (c0 / 2 + b) * p.geo.blockBytes;
+          if constexpr (Pair)
+            unpackSignedPair<Bits>(block, bs[j] + b * 2 * kUnitBytes);
+          else
+            unpackSigned<Bits>(block, bs[j] + b * 2 * kUnitBytes);
+        }
         const uint8_t *sc = panel[j] + p.geo.scaleOffset + c0 * 32;
         for (int u = 0; u < cu; ++u)
           _mm512_store_ps(hs[j][u],
@@ -306,13 +350,13 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                             ? _mm512_setzero_ps()
                             : _mm512_load_ps(acc + (first - m0 + i) * 32 +
                                              16 * (j0 + j));
-          const int8_t *xa = a.xq + (m0 * D + 16 * t) * a.ldx + c0 * 32;
+          const int8_t *xa = a.xq + (m0 * D + 16 * t) * lda + c0 * kUnitStep;
           const float *dx = a.dx + first * a.ldd + c0;
           for (int u = 0; u <= cu; ++u) {
             if (u < cu) {
               // Unit u on the tile unit: C tiles 2 (u & 1) + j.
-              _tile_loadd(4, xa + 32 * u, a.ldx);
-              _tile_loadd(6, bs[j0] + u * kUnitTileBytes, 64);
+              _tile_loadd(4, xa + kUnitStep * u, lda);
+              _tile_loadd(6, bs[j0] + u * kUnitBytes, 64);
               if (u & 1) {
                 _tile_zero(2);
                 _tile_dpbssd(2, 4, 6);
@@ -321,7 +365,7 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                 _tile_dpbssd(0, 4, 6);
               }
               if constexpr (D == 2) {
-                _tile_loadd(7, bs[1] + u * kUnitTileBytes, 64);
+                _tile_loadd(7, bs[1] + u * kUnitBytes, 64);
                 if (u & 1) {
                   _tile_zero(3);
                   _tile_dpbssd(3, 4, 7);
@@ -336,7 +380,8 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
               __m512 h[D];
               for (int j = 0; j < D; ++j)
                 h[j] = _mm512_load_ps(hs[j0 + j][pu]);
-              foldUnit<D>(cbuf[pu & 1], dx + pu, a.ldd, count, h, r);
+              foldUnit<D>(cbuf[pu & 1], dx + pu, a.ldd, count, h, a.hiShift,
+                          r);
             }
             if (u < cu) {
               if (u & 1) {
@@ -363,6 +408,13 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 
 template <int D>
 void range(const Params &p, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  if constexpr (D == 2) {
+    if (p.act.pairTile) {
+      if (p.f.bits == 4)
+        return rangeG32<1, 4, true>(p, m0, m1, p0, p1);
+      return rangeG32<1, 2, true>(p, m0, m1, p0, p1);
+    }
+  }
   if (p.act.unit == 32 && p.f.grid == QuantGrid::Balanced) {
     if (p.f.bits == 4)
       return rangeG32<D, 4>(p, m0, m1, p0, p1);
@@ -406,7 +458,7 @@ bool amxUsable() {
 }
 
 const GemmIsa kGemmAmx[2] = {
-    {&Prepare<Tag>::rows<2>, &range<2>, &setup, &teardown},
+    {&Prepare<Tag>::rows<2>, &range<2>, &setup, &teardown, true},
     {&Prepare<Tag>::rows<1>, &range<1>, &setup, &teardown}};
 
 } // namespace fm::kernels::gdetail

@@ -119,7 +119,8 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
             for (int j = 0; j < 2; ++j) {
               __m256i d = dots[D * i][j];
               if constexpr (D == 2)
-                d = _mm256_add_epi32(_mm256_slli_epi32(d, 8), dots[D * i + 1][j]);
+                d = _mm256_add_epi32(_mm256_slli_epi32(d, a.hiShift),
+                                     dots[D * i + 1][j]);
               float *out = acc + (m - m0) * 16 + 8 * j;
               __m256 v = _mm256_fmadd_ps(
                   _mm256_mul_ps(_mm256_cvtepi32_ps(d), dx), s[j],

@@ -89,7 +89,7 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
             const float xs = groupEnd ? a.xs[m * a.lds + g] : 0.0f;
             for (int j = 0; j < panels; ++j) {
               const __m512i dj[2] = {dots[D * i][j], dots[D * i + D - 1][j]};
-              K::fold(acc + (m - m0) * 32 + 16 * j, K::combine<D>(dj), dx,
+              K::fold(acc + (m - m0) * 32 + 16 * j, K::combine<D>(dj, a.hiShift), dx,
                       s[j], groupEnd, mo[j], xs);
             }
           }

@@ -49,7 +49,8 @@ void rangeInt(const Params &p, int64_t m0, int64_t m1, int64_t p0,
             int32_t dot = 0;
             for (int k = 0; k < U; ++k) {
               const int32_t xv =
-                  D == 2 ? 256 * x0[k] + x0[a.ldx + k] : int32_t(x0[k]);
+                  D == 2 ? x0[k] * (1 << a.hiShift) + x0[a.ldx + k]
+                         : int32_t(x0[k]);
               dot += q[r][half * U + k] * xv;
             }
             dots[(m - m0) * kPanelRows + r] = dot;

@@ -24,13 +24,15 @@ constexpr int64_t kMaxUnitRows = 64;
 // Prepared activations (one call; made by an ISA's `prepare`, qgemm_prepare.h)
 //
 // x row m is quantized per block of U = min(group, 64) inputs exactly as
-// qmatmul does (qmatmul_isa.h, QActivations): D = 1 (int8) or 2 (int8x2)
-// int8 digits, x ~= dx * xv with xv = xq[0] (int8) or 256 xq[0] + xq[1]
-// (int8x2). Digit d of row m is "prepared row" r = m * D + d:
+// qmatmul does (qmatmul_isa.h, QActivations): D = 1 (int8) or 2 (int8x2,
+// int11) int8 digits, x ~= dx * xv with xv = xq[0] (int8) or
+// 2^S xq[0] + xq[1] (S = hiShift: 8 for int8x2, 3 for int11). Digit d of
+// row m is "prepared row" r = m * D + d:
 //
-//   int8_t xq[Rp][Kp];  // Rp = 16 * ceil(M * D / 16); rows >= M * D and
-//                       // inputs >= K are 0 (whole AMX tiles of 16 rows)
-//   float dx[M][Kp / U];    // the block's scale (int8x2: a / 256)
+//   int8_t xq[Rp][Kp];  // Rp = 16 * ceil(M * D / 16) (int11: 32 * ceil(M /
+//                       // 16)); rows >= M * D and inputs >= K are 0
+//                       // (whole AMX tiles of 16 rows)
+//   float dx[M][Kp / U];    // the block's scale (a / 2^S)
 //   float xs[M][Kp / G];    // sum over group g of dx * xv: the group's sum
 //                           // of dequantized x, for the grid offset and
 //                           // the affine minimum
@@ -41,6 +43,13 @@ constexpr int64_t kMaxUnitRows = 64;
 // and y[m][n] = sum_blocks s * dx * dot + sum_groups mo * xs, where
 // mo = s * (o - c) (balanced, c = (2^b - 1) / 2) or m + o * s (affine).
 // |dot| < 64 * 255 * 127 * 257 < 2^31 for every format and mode.
+//
+// The pair-tile layout (Act::pairTile: int11 on the AMX path for balanced
+// group-32 weights at 2 or 4 bits) keeps the same bytes but puts both
+// digits of x row m side by side, one 64-byte run per 32-input unit u:
+// xq + 2 m Kp + 64 u holds xq[0] of the unit's 32 inputs, then xq[1] of
+// them. One K = 64 tile row is then a whole unit's 11-bit x, which meets
+// the weights as [8 w; w] (qgemm_amx.cpp).
 // ---------------------------------------------------------------------------
 
 struct Act {
@@ -52,6 +61,8 @@ struct Act {
   int64_t lds; // Kp / G
   int digits;  // D
   int unit;    // U
+  int hiShift; // S: digit 0 weighs 2^S (D == 2)
+  bool pairTile; // the pair-tile layout above (only where GemmIsa::pairTile)
 };
 
 /// Bytes of each part of the prepared activations for M rows.
@@ -61,12 +72,15 @@ struct ActSizes {
   int64_t xqBytes, dxFloats, xsFloats;
 };
 
-inline ActSizes actSizes(QuantFormat f, int64_t M, int64_t K, int digits) {
+/// `int11`: rows padded for the pair-tile layout too (whole 16-row tiles of
+/// x rows, 2 Kp bytes each).
+inline ActSizes actSizes(QuantFormat f, int64_t M, int64_t K, int digits,
+                         bool int11) {
   ActSizes s;
   const int64_t U = quantUnitInputs(f);
   s.kPadded = (K + kPanelBlockInputs - 1) / kPanelBlockInputs *
               kPanelBlockInputs;
-  s.rowsPadded = (M * digits + 15) / 16 * 16;
+  s.rowsPadded = int11 ? (M + 15) / 16 * 32 : (M * digits + 15) / 16 * 16;
   s.xqBytes = s.rowsPadded * s.kPadded;
   s.dxFloats = M * (s.kPadded / U);
   s.xsFloats = M * (s.kPadded / f.group);
@@ -101,10 +115,21 @@ struct GemmIsa {
   /// configuration); may be null.
   void (*threadSetup)(const Params &p);
   void (*threadTeardown)();
+  /// Whether int11 calls on balanced group-32 weights at 2 or 4 bits take
+  /// the pair-tile layout (prepare and range both read Act::pairTile).
+  bool pairTile = false;
 };
 
+/// Whether a call of `act` (D = 2, hiShift 3: int11) on format f with a
+/// path of `isa` uses the pair-tile layout.
+inline bool usesPairTile(const GemmIsa &isa, QuantFormat f, bool int11) {
+  return isa.pairTile && int11 && f.group == 32 &&
+         f.grid == QuantGrid::Balanced && (f.bits == 2 || f.bits == 4);
+}
+
 // Each is defined only where CMake compiles its file, and must only be
-// called where the CPU supports it. [0] int8x2 activations, [1] int8.
+// called where the CPU supports it. [0] two digits (int8x2 and int11: the
+// prepare and the kernels read Act::hiShift), [1] int8.
 extern const GemmIsa kGemmGeneric[2];
 extern const GemmIsa kGemmGenericF32;
 extern const GemmIsa kGemmAvx2[2];

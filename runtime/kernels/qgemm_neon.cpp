@@ -215,7 +215,8 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
               break;
             int32x4_t d[4];
             for (int q = 0; q < 4; ++q)
-              d[q] = D == 2 ? vaddq_s32(vshlq_n_s32(dots[D * i][q], 8),
+              d[q] = D == 2 ? vaddq_s32(vshlq_s32(dots[D * i][q],
+                                                  vdupq_n_s32(a.hiShift)),
                                         dots[D * i + 1][q])
                             : dots[i][q];
             fold(acc + (m - m0) * 16, d, a.dx[m * a.ldd + u], s, groupEnd, mo,

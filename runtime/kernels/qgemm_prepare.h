@@ -16,11 +16,19 @@ template <typename Tag> struct Prepare {
   static void rowFixed(const float *x, int64_t K, QuantFormat f, int64_t m,
                        const Act &a) {
     // The prepare step owns the buffers the kernels later read as const.
+    // Digit 0 of input k of unit u at q0[u * step + k], digit 1 (D == 2) at
+    // q1[u * step + k]: two rows Kp apart, or side by side in one 64-byte
+    // run per unit (the pair-tile layout, qgemm_isa.h).
     int8_t *q0 = const_cast<int8_t *>(a.xq) + (m * D) * a.ldx;
-    int8_t *q1 = q0 + a.ldx; // digit 1 (D == 2)
+    int8_t *q1 = a.pairTile ? q0 + U : q0 + a.ldx;
+    const int64_t step = a.pairTile ? 2 * U : U;
     float *dx = const_cast<float *>(a.dx) + m * a.ldd;
     float *xs = const_cast<float *>(a.xs) + m * a.lds;
     std::memset(xs, 0, sizeof(float) * a.lds);
+    // Digit 0 weighs 2^S: 256 (int8x2) or 8 (int11, whose digit 1 is then
+    // within +-4).
+    const int shift = D == 2 ? a.hiShift : 0;
+    const float hiWeight = static_cast<float>(1 << shift);
     const int64_t blocks = K / U;
     for (int64_t u = 0; u < blocks; ++u) {
       const float *xu = x + u * U;
@@ -34,20 +42,20 @@ template <typename Tag> struct Prepare {
       }
       float amax;
       std::memcpy(&amax, &amaxBits, 4);
-      const float d = amax / (D == 2 ? 127.0f * 256.0f : 127.0f);
+      const float d = amax / (127.0f * hiWeight);
       const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
       int32_t total = 0;
       for (int k = 0; k < U; ++k) {
         const float t = std::fmin(std::fmax(xu[k] * inv, -127.0f), 127.0f);
         const float hi = std::nearbyint(t);
         const int h = static_cast<int>(hi);
-        q0[u * U + k] = static_cast<int8_t>(h);
+        q0[u * step + k] = static_cast<int8_t>(h);
         if constexpr (D == 2) {
           const float lo = std::nearbyint(
-              std::fmin(std::fmax((t - hi) * 256.0f, -127.0f), 127.0f));
+              std::fmin(std::fmax((t - hi) * hiWeight, -127.0f), 127.0f));
           const int l = static_cast<int>(lo);
-          q1[u * U + k] = static_cast<int8_t>(l);
-          total += 256 * h + l;
+          q1[u * step + k] = static_cast<int8_t>(l);
+          total += h * (1 << shift) + l;
         } else {
           total += h;
         }
@@ -56,10 +64,14 @@ template <typename Tag> struct Prepare {
       xs[u * U / f.group] += d * static_cast<float>(total);
     }
     // Padding inputs (group 32, K an odd number of groups).
-    for (int64_t k = K; k < a.ldx; ++k) {
-      q0[k] = 0;
-      if constexpr (D == 2)
-        q1[k] = 0;
+    if (a.pairTile) {
+      std::memset(q0 + 2 * K, 0, static_cast<size_t>(2 * (a.ldx - K)));
+    } else {
+      for (int64_t k = K; k < a.ldx; ++k) {
+        q0[k] = 0;
+        if constexpr (D == 2)
+          q1[k] = 0;
+      }
     }
     for (int64_t u = blocks; u < a.ldd; ++u)
       dx[u] = 0.0f;

@@ -115,7 +115,8 @@ std::vector<GemmRun> availableRuns() {
   for (GemmPath path : {GemmPath::Generic, GemmPath::Avx2, GemmPath::Avx512Vnni,
                         GemmPath::Amx, GemmPath::Neon, GemmPath::NeonI8mm})
     if (gemmPathAvailable(path))
-      for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+      for (QActivations act :
+           {QActivations::Int8x2, QActivations::Int8, QActivations::Int11})
         runs.push_back({std::string(gemmPathName(path)) + "-" +
                             qActivationsName(act),
                         path, act});
@@ -289,6 +290,106 @@ TEST(QGemm, SameActivationRoundingAsQmatmul) {
             << " " << formatName(f) << " at " << i;
     }
   }
+}
+
+// int11 is one rounding on every path: each path's int11 (AMX's pair tile
+// for balanced group 32 at 2 and 4 bits, two dots elsewhere) agrees with the
+// generic path's int11 to float rounding, far inside the gap between int11
+// and the other modes.
+TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
+  uint32_t seed = 4100;
+  int checked = 0;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t M : {int64_t(5), int64_t(40)}) {
+      const int64_t K = 5 * f.group, N = 40;
+      const testing::QMatmulProblem p(f, M, K, N, seed++);
+      const std::vector<uint8_t> w =
+          repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+      std::vector<float> ref(M * N);
+      qgemmOn(GemmPath::Generic, p.x.data(), M, K, w.data(),
+              GemmLayout::Panel16, f, N, ref.data(), false, nullptr,
+              QActivations::Int11);
+      for (const GemmRun &r : availableRuns()) {
+        if (r.act != QActivations::Int11 || r.path == GemmPath::Generic)
+          continue;
+        const std::vector<float> y = runGemm(p, w, r, false, 1);
+        for (int64_t i = 0; i < M * N; ++i)
+          ASSERT_NEAR(y[i], ref[i], 2e-5 * (p.mag[i] + 1.0))
+              << r.name << " " << formatName(f) << " M=" << M << " at " << i;
+        ++checked;
+      }
+    }
+  std::printf("  %d (path, format, shape) cases against generic int11\n",
+              checked);
+}
+
+// The modes' precision against f32 x, on the best path: int11's rms error
+// is well under int8's (8x finer steps: under a quarter) and above int8x2's.
+TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
+  for (QuantFormat f : {QuantFormat{4, 32, QuantGrid::Balanced},
+                        QuantFormat{2, 32, QuantGrid::Balanced},
+                        QuantFormat{2, 64, QuantGrid::Balanced}}) {
+    const int64_t M = 24, K = 1024, N = 64;
+    const testing::QMatmulProblem p(f, M, K, N, 4200);
+    const std::vector<uint8_t> w =
+        repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+    auto rmsError = [&](QActivations act) {
+      std::vector<float> y(M * N);
+      qgemm(p.x.data(), M, K, w.data(), GemmLayout::Panel16, f, N, y.data(),
+            false, nullptr, act);
+      double e = 0.0;
+      for (int64_t i = 0; i < M * N; ++i)
+        e += (y[i] - p.ref[i]) * (y[i] - p.ref[i]);
+      return std::sqrt(e / double(M * N));
+    };
+    const double e8 = rmsError(QActivations::Int8),
+                 e11 = rmsError(QActivations::Int11),
+                 e16 = rmsError(QActivations::Int8x2);
+    std::printf("  %s %s: rms error int8 %.3g, int11 %.3g, int8x2 %.3g\n",
+                gemmPathName(gemmPathBest()), formatName(f).c_str(), e8, e11,
+                e16);
+    EXPECT_LT(e11, 0.25 * e8) << formatName(f);
+    EXPECT_GT(e11, e16) << formatName(f);
+  }
+}
+
+// Int11Fast is Int11 exactly where the best path takes it in one tile per group
+// (AMX: balanced group 32 at 2 or 4 bits) and Int8x2 everywhere else, bit
+// for bit, through qgemm and through the split qgemmPrepareRows /
+// qgemmColumns.
+TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
+  uint32_t seed = 4300;
+  int eleven = 0;
+  for (QuantFormat f : allQuantFormats()) {
+    const int64_t M = 20, K = 4 * f.group, N = 48;
+    const testing::QMatmulProblem p(f, M, K, N, seed++);
+    const std::vector<uint8_t> w =
+        repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+    auto run = [&](QActivations act) {
+      std::vector<float> y(M * N);
+      qgemm(p.x.data(), M, K, w.data(), GemmLayout::Panel16, f, N, y.data(),
+            false, nullptr, act);
+      return y;
+    };
+    const bool one = gemmTakesInt11InOneTile(f);
+    EXPECT_EQ(one, gemmPathBest() == GemmPath::Amx && f.group == 32 &&
+                       f.grid == QuantGrid::Balanced &&
+                       (f.bits == 2 || f.bits == 4))
+        << formatName(f);
+    eleven += one;
+    const std::vector<float> fastY = run(QActivations::Int11Fast);
+    EXPECT_EQ(fastY, run(one ? QActivations::Int11 : QActivations::Int8x2))
+        << formatName(f);
+    std::vector<uint8_t> scratch(qgemmScratchBytes(f, M, K, QActivations::Int11Fast));
+    qgemmPrepareRows(p.x.data(), M, K, f, QActivations::Int11Fast, scratch.data(), 0,
+                     M);
+    std::vector<float> split(M * N);
+    qgemmColumns(p.x.data(), M, K, w.data(), f, N, split.data(), N, false,
+                 QActivations::Int11Fast, scratch.data(), 0, N);
+    EXPECT_EQ(split, fastY) << formatName(f);
+  }
+  std::printf("  int11-fast takes int11 for %d formats on %s\n", eleven,
+              gemmPathName(gemmPathBest()));
 }
 
 // A NaN or inf in x makes the outputs it feeds non-finite on every path.

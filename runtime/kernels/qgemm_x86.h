@@ -53,10 +53,12 @@ template <typename Tag> struct X86 {
   }
 
   /// The int32 dot of one x row with a panel's 16 outputs for one block,
-  /// from its D digit rows (256 d0 + d1 for int8x2).
-  template <int D> static __m512i combine(const __m512i *digits) {
+  /// from its D digit rows (2^S d0 + d1, S = Act::hiShift).
+  template <int D>
+  static __m512i combine(const __m512i *digits, int hiShift) {
     if constexpr (D == 2)
-      return _mm512_add_epi32(_mm512_slli_epi32(digits[0], 8), digits[1]);
+      return _mm512_add_epi32(_mm512_slli_epi32(digits[0], hiShift),
+                              digits[1]);
     else
       return digits[0];
   }

@@ -41,6 +41,7 @@ const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   if (!kernelIsaAvailable(path))
     return qdetail::kQMatmulGeneric;
   // Index into an ISA's pair of tables: [0] Int8x2, [1] Int8 (qmatmul_isa.h).
+  // Int11 is a GEMM rounding: the matvec runs it (and Int11Fast) as Int8x2.
   const int pair = act == QActivations::Int8 ? 1 : 0;
   switch (path) {
 #if defined(FM_KERNELS_X86)
@@ -161,6 +162,10 @@ const char *qActivationsName(QActivations a) {
     return "int8";
   case QActivations::F32:
     return "f32";
+  case QActivations::Int11:
+    return "int11";
+  case QActivations::Int11Fast:
+    return "int11-fast";
   }
   return "?";
 }

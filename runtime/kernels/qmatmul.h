@@ -33,9 +33,23 @@ enum class QActivations : uint8_t {
   /// has AVX-512, else the generic path; no activation rounding, 3-4x
   /// slower than the integer paths.
   F32,
+  /// For the prefill GEMM (qgemm): x rounded per block to 11-bit integers,
+  /// carried as two int8 digits, x ~= (a / 8) * (8 * q0 + q1) with
+  /// q1 in [-4, 4], so |error| <= a / 16 (8x finer than Int8). On AMX,
+  /// balanced group-32 weights at 2 or 4 bits (w4 g32, w2 g32) take both
+  /// digits in one K = 64 tile against [8 w; w]: Int8's speed, where Int8x2
+  /// runs twice the tile products. Other paths compute it as Int8x2 does
+  /// (two dots), no faster. The matvec (qmatmul, decode: memory-bound)
+  /// has no 11-bit rounding and runs Int8x2 for it.
+  Int11,
+  /// A session's --activations int11: Int11 for the GEMMs that qgemm's
+  /// path takes in one tile per group (gemmTakesInt11InOneTile), Int8x2
+  /// for every other GEMM (where Int11 is no faster) and for the matvec;
+  /// resolved per call from the format and path.
+  Int11Fast,
 };
 
-/// The name of `a`: "int8x2", "int8" or "f32".
+/// The name of `a`: "int8x2", "int8", "f32", "int11" or "int11-fast".
 const char *qActivationsName(QActivations a);
 
 /// y[M][N] (+)= x[M][K] · dequant(w)ᵀ, where w holds N packed rows of K

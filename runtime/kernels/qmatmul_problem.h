@@ -35,13 +35,17 @@ inline std::string formatName(QuantFormat f) {
 /// The factor of QMatmulProblem::int8Err that bounds the error of `act`
 /// against f32 x: int8 rounds each input by half a step of max|x| / 127 of
 /// its block; int8x2 by the second digit's half step, or its clamp at +-127
-/// steps (2 / 256 of that); f32 only by f32 rounding.
+/// steps (2 / 256 of that); int11 by the half step of 1 / 8 (its second
+/// digit stays within +-4: no clamp); f32 only by f32 rounding.
 inline double activationBoundScale(QActivations act) {
   switch (act) {
   case QActivations::Int8:
     return 1.0;
   case QActivations::Int8x2:
     return 2.0 / 256.0;
+  case QActivations::Int11:
+  case QActivations::Int11Fast: // Int11 or finer (Int8x2)
+    return 1.0 / 8.0;
   case QActivations::F32:
     return 0.0;
   }

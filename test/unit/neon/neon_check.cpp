@@ -109,7 +109,8 @@ void checkQGemm(GemmPath path) {
           std::vector<float> yg(M * N);
           qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
                     p.w.data(), f, N, yg.data(), false, nullptr);
-          for (QActivations act : {QActivations::Int8x2, QActivations::Int8}) {
+          for (QActivations act : {QActivations::Int8x2, QActivations::Int8,
+                                   QActivations::Int11}) {
             auto run = [&](int threads) {
               std::vector<float> y(M * N, NAN);
               qgemmOn(path, p.x.data(), M, K, w.data(), GemmLayout::Panel16, f,

@@ -136,12 +136,15 @@ TEST(NoAlloc, TheCountingHookSeesAllocations) {
 // still the reference's values.
 TEST(NoAlloc, PackedMatmulKernelRunsWithoutAllocating) {
   const int64_t K = 256, N0 = 48, N1 = 32, N = N0 + N1, M = 40;
+  // w4 g32 balanced with int11: AMX's pair-tile layout, where AMX runs.
   for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
-                        QuantFormat{4, 32, QuantGrid::Affine}}) {
+                        QuantFormat{4, 32, QuantGrid::Affine},
+                        QuantFormat{4, 32, QuantGrid::Balanced}}) {
     const QMatmulProblem p(f, M, K, N, 3);
     const size_t gap = 64;
     const std::vector<uint8_t> data = splitPackedRows(p.w, f, K, N0, gap);
-    for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+    for (QActivations act :
+         {QActivations::Int8x2, QActivations::Int8, QActivations::Int11})
       for (int64_t maxRows : {int64_t(1), M})
         for (int threads : {1, 2}) {
           SCOPED_TRACE(kernels::testing::formatName(f) + " " +
