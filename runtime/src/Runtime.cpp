@@ -9,6 +9,7 @@
 #include "fm/minisign.h"
 #include "fm/sampler.h"
 #include "hal/Registry.h"
+#include "kernels/qgemm.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <exception>
 #include <initializer_list>
 #include <mutex>
+#include <utility>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -574,6 +576,35 @@ struct Session::Impl {
   }
 };
 
+namespace {
+constexpr std::pair<SessionOptions::Activations, const char *>
+    kActivationNames[] = {{SessionOptions::Activations::Int8x2, "int8x2"},
+                          {SessionOptions::Activations::Int11, "int11"},
+                          {SessionOptions::Activations::Int8, "int8"},
+                          {SessionOptions::Activations::F32, "f32"}};
+} // namespace
+
+bool int11TakesEffect() {
+  return kernels::gemmTakesInt11InOneTile(
+      kernels::QuantFormat{4, 32, kernels::QuantGrid::Balanced});
+}
+
+const char *activationsName(SessionOptions::Activations a) {
+  for (const auto &[value, name] : kActivationNames)
+    if (value == a)
+      return name;
+  return "?";
+}
+
+bool parseActivations(std::string_view name, SessionOptions::Activations *out) {
+  for (const auto &[value, n] : kActivationNames)
+    if (name == n) {
+      *out = value;
+      return true;
+    }
+  return false;
+}
+
 Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
     : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
@@ -585,6 +616,9 @@ Session::Session(std::shared_ptr<Model> model, const SessionOptions &options)
   eo.threads = options.threads;
   eo.comm = options.communicator;
   switch (options.activations) {
+  case SessionOptions::Activations::Int11:
+    eo.activations = kernels::QActivations::Int11Fast;
+    break;
   case SessionOptions::Activations::Int8x2:
     eo.activations = kernels::QActivations::Int8x2;
     break;

@@ -64,12 +64,11 @@ double msSince(std::chrono::steady_clock::time_point t0) {
       .count();
 }
 
+// --activations (checked by CLI11 to be one of fm::activationsName's names).
 fm::SessionOptions::Activations activationsOf(const std::string &name) {
-  if (name == "int8")
-    return fm::SessionOptions::Activations::Int8;
-  if (name == "f32")
-    return fm::SessionOptions::Activations::F32;
-  return fm::SessionOptions::Activations::Int8x2;
+  fm::SessionOptions::Activations a = fm::SessionOptions::Activations::Int8x2;
+  fm::parseActivations(name, &a);
+  return a;
 }
 
 int localRanks() {

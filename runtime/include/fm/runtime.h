@@ -237,15 +237,29 @@ struct SessionOptions {
   /// r's share of every track block.
   Communicator *communicator = nullptr;
   /// How packed low-bit weights meet their activations (this session's):
-  /// Int8x2 (default) quantizes x per block to two int8 digits (~16-bit,
-  /// logits ~1e-4 of f32 x) for integer dot products; Int8 to one digit
-  /// (ggml's Q8: ~1% of max |logit|, faster only where compute-bound); F32
-  /// keeps f32 x (exact, 3-4x slower decode).
-  enum class Activations { Int8x2, Int8, F32 };
+  /// Int8x2 quantizes x per block to two int8 digits (~16-bit, logits ~1e-4
+  /// of f32 x) for integer dot products; Int8 to one digit (ggml's Q8: ~1%
+  /// of max |logit|, faster only where compute-bound); F32 keeps f32 x
+  /// (exact, 3-4x slower decode). Int11 is Int8x2 except for the prefill
+  /// GEMMs the CPU takes in one AMX tile per group (balanced group-32
+  /// weights at 2 or 4 bits, such as w4 g32): those round x to 11 bits (8x
+  /// finer than Int8) and run ~1.3x faster than Int8x2, which takes twice
+  /// the tile products (logits ~1% of max |logit| on a QAT w2 afm7, where
+  /// Int8x2 is at 0.5%: not the default). int11TakesEffect says whether it
+  /// changes anything on this CPU.
+  enum class Activations { Int8x2, Int8, F32, Int11 };
   Activations activations = Activations::Int8x2;
   /// LoRA adapters from the start (Session::setAdapters).
   std::vector<AdapterUse> adapters{};
 };
+
+/// Whether Activations::Int11 differs from Int8x2 on this CPU (AMX).
+bool int11TakesEffect();
+/// "int8x2", "int8", "f32" or "int11".
+const char *activationsName(SessionOptions::Activations a);
+/// The Activations named `name` (activationsName's names); false for any
+/// other name.
+bool parseActivations(std::string_view name, SessionOptions::Activations *out);
 
 /// What a session has done, for reports.
 struct SessionStats {
