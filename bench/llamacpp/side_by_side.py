@@ -18,9 +18,12 @@ bench/llamacpp/llama_yardstick.cpp through libllama's C API, as llama-bench
 does: one llama_decode of the whole prompt (prefill), then tokens one at a
 time (decode), after a warm-up.
 
-fmc's w4 artifact runs twice: with the default int8x2 activations (~16-bit)
-and with --activations int8, one int8 digit per input and a scale per 32
-inputs, the scheme of the Q8_0 activations llama.cpp's Q4_0 meets.
+fmc's artifacts run with the default activations (int8x2, ~16-bit), and
+the w4 artifact again with --activations int11 (prefill GEMMs at 11 bits,
+one AMX tile per group where the CPU has AMX; decode int8x2) and with
+--activations int8, one int8 digit per input and a scale per 32 inputs,
+the scheme of the Q8_0 activations llama.cpp's Q4_0 meets. Each fmc row
+names the activations fm-run reports.
 
 Every round runs every configuration once, interleaved, with the read
 bandwidth probed (fm-stream-read) before each run at its thread count;
@@ -158,9 +161,11 @@ def main():
     tag = "llama%d" % args.layers
     fmc = {"fmc w2 g64": ("w2", 64), "fmc w4 g32": ("w4", 32)}
     # fm-run configurations: (artifact, extra flags). The w4 artifact again
-    # with one-digit int8 activations, the scheme of the Q8_0 activations
-    # llama.cpp's Q4_0 meets (per 32 inputs; fmc's default, int8x2, is ~16-bit).
+    # with 11-bit prefill GEMMs (int11) and with one-digit int8 activations,
+    # the scheme of the Q8_0 activations llama.cpp's Q4_0 meets (per 32
+    # inputs; fmc's default, int8x2, is ~16-bit).
     runs = {k: (k, []) for k in fmc}
+    runs["fmc w4 g32 int11 x"] = ("fmc w4 g32", ["--activations", "int11"])
     runs["fmc w4 g32 int8 x"] = ("fmc w4 g32", ["--activations", "int8"])
     llama = {"llama.cpp Q2_K": "q2_k", "llama.cpp Q4_0": "q4_0"}
     paths = {k: os.path.join(args.work, "%s_%s_g%d.fmb" % (tag, q, g)) for k, (q, g) in fmc.items()}
@@ -211,6 +216,7 @@ def main():
                 pass
 
     system = ""
+    acts = {}  # fm-run's activations (--stats names what auto chose)
     for _ in range(args.rounds):
         for t in threads:
             for k in order:
@@ -227,6 +233,7 @@ def main():
                     r = json.loads(run([os.path.join(bin_, "fm-run"), paths[k], "--threads", t,
                                         "--stats", "--tokens", prompt, "--max-new-tokens",
                                         args.gen + 1] + runs[k][1]).strip().splitlines()[-1])
+                    acts[k] = r["activations"]
                     row = (r["prefill_tokens_per_s"], r["decode_tokens_per_s"],
                            read[k], r["load_ms"] + r["gemm_repack_ms"])
                 res[(k, t)].append(row + (bw,))
@@ -255,8 +262,9 @@ def main():
         base = med["llama.cpp Q4_0"]
         for k in order:
             pp, tg, gb, frac, load = med[k]
+            name = "%s (%s)" % (k, acts[k]) if k in acts else k
             print("| %d | %s | %.2f | %.1f | %.1f | %.2f | %.0f | %.2f | %.2f |"
-                  % (t, k, gb, pp, tg, frac, load, pp / base[0], tg / base[1]))
+                  % (t, name, gb, pp, tg, frac, load, pp / base[0], tg / base[1]))
     print("\nread bandwidth (fm-stream-read, 1 GiB), median of the probes: %s GB/s"
           % ", ".join("%d threads %.1f" % (t, statistics.median(r[4] for k in order
                                                                for r in res[(k, t)]))
