@@ -352,6 +352,42 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                                              16 * (j0 + j));
           const int8_t *xa = a.xq + (m0 * D + 16 * t) * lda + c0 * kUnitStep;
           const float *dx = a.dx + first * a.ldd + c0;
+          if constexpr (D == 1) {
+            // Two units in flight: unit u's product is issued (A, B and C
+            // tiles alternating by u & 1), then unit u - 2 is folded, and
+            // only then is unit u - 1's C tile stored, so that the store
+            // does not wait for a product still running (a K = 64 product,
+            // the pair tile's, outlasts one fold).
+            for (int u = 0; u <= cu + 1; ++u) {
+              if (u < cu) {
+                const int8_t *au = xa + kUnitStep * u;
+                const uint8_t *bu = bs[j0] + u * kUnitBytes;
+                if (u & 1) {
+                  _tile_loadd(5, au, lda);
+                  _tile_loadd(7, bu, 64);
+                  _tile_zero(2);
+                  _tile_dpbssd(2, 5, 7);
+                } else {
+                  _tile_loadd(4, au, lda);
+                  _tile_loadd(6, bu, 64);
+                  _tile_zero(0);
+                  _tile_dpbssd(0, 4, 6);
+                }
+              }
+              if (u >= 2) {
+                const int pu = u - 2;
+                const __m512 h[1] = {_mm512_load_ps(hs[j0][pu])};
+                foldUnit<D>(cbuf[pu & 1], dx + pu, a.ldd, count, h,
+                            a.hiShift, r);
+              }
+              if (u >= 1 && u - 1 < cu) {
+                if ((u - 1) & 1)
+                  _tile_stored(2, cbuf[1][0], 64);
+                else
+                  _tile_stored(0, cbuf[0][0], 64);
+              }
+            }
+          } else
           for (int u = 0; u <= cu; ++u) {
             if (u < cu) {
               // Unit u on the tile unit: C tiles 2 (u & 1) + j.
