@@ -116,6 +116,10 @@ void Engine::runWork(StackSet &out) {
     Sym s = syms[pos];
     if (isTerminal(s)) {
       out.tops.push_back(n);
+      if (out.tops.size() > kMaxLiveStacks) { // dead (run): the rest of the closure is moot,
+        work_.clear();                        // and can be exponentially large
+        return;
+      }
     } else if (s == kEnd) {
       if (arena_.parent(n) == StackArena::kUnknown)
         orFollow(pos);

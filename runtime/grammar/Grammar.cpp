@@ -136,6 +136,8 @@ public:
     for (char c : bytes) {
       engine_.step(a, uint8_t(c), b);
       if (!b.alive()) {
+        if (b.overflow && commit)
+          overflowed_ = true;
         arena_.truncate(mark);
         return false;
       }
@@ -256,6 +258,7 @@ public:
   }
 
   bool accepting() const { return !finished_ && cur_.accepting; }
+  bool overflowed() const { return overflowed_; }
   bool finished() const { return finished_; }
   bool dead() const { return !finished_ && !cur_.alive(); }
   size_t stacks() const { return cur_.tops.size(); }
@@ -268,7 +271,7 @@ private:
   StackSet cur_, next_, parentState_, scratchA_, scratchB_;
   TrieWalker walker_;
   bool finished_ = false;
-  bool overflowed_ = false; // acceptBytes stopped at the live-stack cap
+  bool overflowed_ = false; // acceptBytes or acceptToken stopped at the live-stack cap
 
 };
 
@@ -290,6 +293,7 @@ bool GrammarMatcher::canAcceptToken(int32_t token) const {
 bool GrammarMatcher::isAccepting() const { return state_->accepting(); }
 bool GrammarMatcher::isFinished() const { return state_->finished(); }
 bool GrammarMatcher::isDead() const { return state_->dead(); }
+bool GrammarMatcher::isTooAmbiguous() const { return state_->overflowed(); }
 MaskInfo GrammarMatcher::fillMask(uint32_t *words) { return state_->fillMask(words); }
 std::string GrammarMatcher::forcedBytes(size_t maxBytes) const {
   return state_->forcedBytes(maxBytes);

@@ -57,6 +57,48 @@ TEST(Gbnf, ExponentialAmbiguityStopsWithAReason) {
   EXPECT_NE(m.describeExpected().find("too ambiguous"), std::string::npos) << m.describeExpected();
 }
 
+// Nested repetitions multiply the live parses at each byte until the cap kills the set. The
+// mask, a union over the parses cached per parse, cannot see that: it may allow a token that
+// acceptToken then refuses, but only with isTooAmbiguous() and the reason in the error (found by
+// fuzz.grammar_gbnf). Everywhere before the cap the mask is exact; 120 levels stay fast (the
+// closure stops at the cap, it does not finish an exponential closure first).
+TEST(Gbnf, MaskAgreesWithTheMatcherUpToTheStackCap) {
+  for (int levels : {9, 120}) {
+    auto g = Grammar::fromGbnf("root ::= ." + std::string(size_t(levels), '+'));
+    ASSERT_TRUE(g) << g.message();
+    Vocabulary vocab;
+    vocab.tokens = {"", "a", "ab", "abc", "\xC3\xA9", "."};
+    vocab.eos = {0};
+    auto masker = TokenMasker::create(*g, vocab);
+    ASSERT_TRUE(masker) << masker.message();
+    GrammarMatcher m(*masker);
+    std::vector<uint32_t> mask(masker->maskWords());
+    size_t steps = 0;
+    for (; steps < 16; ++steps) {
+      m.fillMask(mask.data());
+      // A token the mask leaves out is refused; one it allows is accepted, or it is a feed
+      // past the cap (checked below, by feeding it).
+      bool refused = false;
+      for (int32_t t = 1; t < masker->vocabSize(); ++t) {
+        bool allowed = (mask[size_t(t) >> 5] >> (t & 31)) & 1;
+        if (!allowed)
+          EXPECT_FALSE(m.canAcceptToken(t)) << "token " << t << " at step " << steps;
+        refused = refused || !m.canAcceptToken(t);
+      }
+      if (refused)
+        break;
+      EXPECT_FALSE(m.isTooAmbiguous());
+      ASSERT_TRUE(m.acceptToken(1));
+    }
+    EXPECT_LT(steps, 16u) << levels;
+    EXPECT_FALSE(m.isTooAmbiguous());
+    EXPECT_FALSE(m.acceptToken(3)); // "abc": one byte passes the cap
+    EXPECT_TRUE(m.isTooAmbiguous()) << levels;
+    EXPECT_NE(m.describeExpected().find("too ambiguous"), std::string::npos)
+        << m.describeExpected();
+  }
+}
+
 TEST(Gbnf, ErrorsNameLineAndColumn) {
   struct Case {
     const char *text, *message;

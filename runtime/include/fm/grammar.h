@@ -137,8 +137,15 @@ public:
   /// No continuation exists (only after a refused feed of a grammar that is empty).
   bool isDead() const;
 
+  /// A feed was refused because the grammar is too ambiguous there: more than 4096 parses
+  /// would be live at once (e.g. `root ::= .+++++++++`). describeExpected() then says so.
+  bool isTooAmbiguous() const;
+
   /// Writes the allowed-token bitmask (bit i of word i/32 set = token i allowed) into `words`,
-  /// which has TokenMasker::maskWords() words. Only for token-level matchers.
+  /// which has TokenMasker::maskWords() words. Only for token-level matchers. The mask is exact
+  /// with one exception: a token whose feed passes the live-stack cap is allowed here and then
+  /// refused by acceptToken, which sets isTooAmbiguous() (the mask is a union over the parses,
+  /// cached per parse; their count is only known by feeding).
   MaskInfo fillMask(uint32_t *words);
 
   /// The bytes every continuation must start with (up to `maxBytes`): what a caller can append
