@@ -78,8 +78,9 @@ std::string cpuName();
 /// generic f32 path (decoding
 /// the weights; slow: prefill should use an integer mode). Split across
 /// `pool` (may be null) by blocks of 32 outputs and of rows; the result
-/// does not depend on the thread count. Any M >= 1 (M == 1 works but the
-/// matvec of qmatmul is faster for decode).
+/// does not depend on the thread count. Any M >= 1; a lone row (M == 1, or
+/// the last of a block of rows) takes a matvec pass on AVX-512 VNNI and AMX,
+/// as fast as qmatmul's matvec from the row layout.
 ///
 /// Scratch: the prepared activations go to `scratch` (64-byte aligned, at
 /// least qgemmScratchBytes(f, M, K, act) bytes): a prepared kernel passes

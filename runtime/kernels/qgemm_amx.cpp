@@ -426,6 +426,8 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 
 template <int D>
 void range(const Params &p, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  if (m1 - m0 == 1 && !p.act.pairTile)
+    return avx512VnniMatvec(p, m0, p0, p1);
   if constexpr (D == 2) {
     if (p.act.pairTile) {
       if (p.f.bits == 4)

@@ -138,6 +138,11 @@ extern const GemmIsa kGemmAmx[2];
 extern const GemmIsa kGemmNeon[2];
 extern const GemmIsa kGemmNeonI8mm[2];
 
+/// One x row (m) of panels [p0, p1) on AVX-512 VNNI (qgemm_avx512.cpp: the
+/// decode matvec from the Panel16 layout), also the AMX path's for a lone row
+/// (16-row tiles would compute 15 rows for nothing); not the pair-tile layout.
+void avx512VnniMatvec(const Params &p, int64_t m, int64_t p0, int64_t p1);
+
 /// AMX: whether CPUID reports AMX-TILE and AMX-INT8, the OS enables the
 /// tile state, and Linux granted this process its use
 /// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); asked once.
