@@ -303,29 +303,50 @@ FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
 // only for unit u - 1's first product. (1 thread, 64 x 3072 x 3072 w4 g32
 // int8x2: 310-320 GOPS with one A tile and each unit's C tiles stored before
 // the next is issued, 350-360 so.)
+// (GCC's _tile_* are macros that paste their tile numbers into the asm
+// text, so each number below is a literal.)
 template <int D, int Odd>
 FM_GEMM_INLINE void issueUnit(const int8_t *au, int64_t lda, const uint8_t *b0,
                               const uint8_t *b1) {
-  constexpr int A = 4 + Odd, C = 2 * Odd;
-  _tile_loadd(A, au, lda);
-  if constexpr (D == 1) {
-    _tile_loadd(6 + Odd, b0, 64);
-    _tile_zero(C);
-    _tile_dpbssd(C, A, 6 + Odd);
-  } else {
+  if constexpr (D == 1 && Odd) {
+    _tile_loadd(5, au, lda);
+    _tile_loadd(7, b0, 64);
+    _tile_zero(2);
+    _tile_dpbssd(2, 5, 7);
+  } else if constexpr (D == 1) {
+    _tile_loadd(4, au, lda);
     _tile_loadd(6, b0, 64);
-    _tile_zero(C);
-    _tile_dpbssd(C, A, 6);
+    _tile_zero(0);
+    _tile_dpbssd(0, 4, 6);
+  } else if constexpr (Odd) {
+    _tile_loadd(5, au, lda);
+    _tile_loadd(6, b0, 64);
+    _tile_zero(2);
+    _tile_dpbssd(2, 5, 6);
     _tile_loadd(7, b1, 64);
-    _tile_zero(C + 1);
-    _tile_dpbssd(C + 1, A, 7);
+    _tile_zero(3);
+    _tile_dpbssd(3, 5, 7);
+  } else {
+    _tile_loadd(4, au, lda);
+    _tile_loadd(6, b0, 64);
+    _tile_zero(0);
+    _tile_dpbssd(0, 4, 6);
+    _tile_loadd(7, b1, 64);
+    _tile_zero(1);
+    _tile_dpbssd(1, 4, 7);
   }
 }
 
 template <int D, int Odd> FM_GEMM_INLINE void storeUnit(int32_t (*c)[256]) {
-  _tile_stored(2 * Odd, c[0], 64);
-  if constexpr (D == 2)
-    _tile_stored(2 * Odd + 1, c[1], 64);
+  if constexpr (Odd) {
+    _tile_stored(2, c[0], 64);
+    if constexpr (D == 2)
+      _tile_stored(3, c[1], 64);
+  } else {
+    _tile_stored(0, c[0], 64);
+    if constexpr (D == 2)
+      _tile_stored(1, c[1], 64);
+  }
 }
 
 // D == 1 with Pair: int11 in the pair-tile layout.
