@@ -301,8 +301,8 @@ FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
 // tiles never waits for unit u - 1's product; int8x2 has no tiles left for
 // that and takes 6 and 7 for its two panels, so that its first B tile waits
 // only for unit u - 1's first product. (1 thread, 64 x 3072 x 3072 w4 g32
-// int8x2: 310-320 GOPS with one A tile and each unit's C tiles stored before
-// the next is issued, 350-360 so.)
+// int8x2: 299-321 GOPS with one A tile and each unit's C tiles stored before
+// the next is issued, 355-388 so.)
 // (GCC's _tile_* are macros that paste their tile numbers into the asm
 // text, so each number below is a literal.)
 template <int D, int Odd>
