@@ -1,5 +1,6 @@
 // GBNF (llama.cpp syntax): what parses, what matches, and errors with line:column.
 #include "fm/grammar.h"
+#include "grammar/Engine.h"
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,28 @@ TEST(Gbnf, MaskAgreesWithTheMatcherUpToTheStackCap) {
     EXPECT_NE(m.describeExpected().find("too ambiguous"), std::string::npos)
         << m.describeExpected();
   }
+}
+
+// The step that passes the cap stops there: at 120 nested + it creates ~9,300 frames; finishing
+// its closure first (then checking the cap) created ~640,000, and deeper nesting grows that
+// exponentially (the fuzzer's 120-level input ran past its 10 s timeout).
+TEST(Gbnf, TheStepPastTheCapStopsAtTheCap) {
+  auto g = Grammar::fromGbnf("root ::= ." + std::string(120, '+'));
+  ASSERT_TRUE(g) << g.message();
+  grammar::StackArena arena;
+  grammar::Engine engine(g->compiled(), arena);
+  grammar::StackSet a, b;
+  engine.initial(a);
+  size_t steps = 0;
+  for (; steps < 16 && !a.overflow; ++steps) {
+    const size_t before = arena.size();
+    engine.step(a, 'a', b);
+    std::swap(a, b);
+    if (a.overflow)
+      EXPECT_LT(arena.size() - before, 16 * grammar::Engine::kMaxLiveStacks)
+          << "frames made by the step past the cap";
+  }
+  EXPECT_TRUE(a.overflow) << "the cap is reached within " << steps << " bytes";
 }
 
 TEST(Gbnf, ErrorsNameLineAndColumn) {
