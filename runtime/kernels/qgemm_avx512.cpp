@@ -168,17 +168,6 @@ void matvecRange(const Params &p, int64_t m, int64_t p0, int64_t p1) {
     matvecRangeU<D, Bits, 64>(p, m, p0, p1);
 }
 
-template <int D> void matvecRangeD(const Params &p, int64_t m, int64_t p0, int64_t p1) {
-  switch (p.f.bits) {
-  case 2:
-    return matvecRange<D, 2>(p, m, p0, p1);
-  case 4:
-    return matvecRange<D, 4>(p, m, p0, p1);
-  default:
-    return matvecRange<D, 8>(p, m, p0, p1);
-  }
-}
-
 template <int D, int Bits>
 void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                int64_t p1) {
@@ -255,11 +244,12 @@ void range(const Params &p, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
 
 } // namespace
 
+// range() of one row: rangeBits hands it to matvecRange.
 void avx512VnniMatvec(const Params &p, int64_t m, int64_t p0, int64_t p1) {
   if (p.act.digits == 2)
-    matvecRangeD<2>(p, m, p0, p1);
+    range<2>(p, m, m + 1, p0, p1);
   else
-    matvecRangeD<1>(p, m, p0, p1);
+    range<1>(p, m, m + 1, p0, p1);
 }
 
 const GemmIsa kGemmAvx512Vnni[2] = {
