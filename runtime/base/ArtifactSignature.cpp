@@ -48,6 +48,11 @@ Expected<std::vector<TrailerRecord>> readTrailer(const uint8_t *tail,
       kind |= uint32_t(tail[at + 8 + i]) << (8 * i);
     for (int i = 0; i < 8; ++i)
       bytes |= uint64_t(tail[at + 16 + i]) << (8 * i);
+    for (int i = 12; i < 16; ++i)
+      if (tail[at + i] != 0)
+        return Status::error(where + ": byte " + std::to_string(i) +
+                             " of the header is reserved (0), not " +
+                             std::to_string(tail[at + i]));
     const uint64_t room = size - at - kTrailerHeaderBytes;
     if (bytes > room)
       return Status::error(where + ": " + std::to_string(bytes) +
@@ -61,7 +66,13 @@ Expected<std::vector<TrailerRecord>> readTrailer(const uint8_t *tail,
                      bytes);
     out.push_back(std::move(r));
     const uint64_t padded = (kTrailerHeaderBytes + bytes + 7) & ~uint64_t(7);
-    at += padded < size - at ? padded : size - at;
+    const uint64_t next = at + (padded < size - at ? padded : size - at);
+    for (uint64_t i = at + kTrailerHeaderBytes + bytes; i < next; ++i)
+      if (tail[i] != 0)
+        return Status::error(where + ": padding byte " +
+                             std::to_string(fileOffset + i) + " is " +
+                             std::to_string(tail[i]) + ", not 0");
+    at = next;
   }
   return out;
 }

@@ -172,6 +172,23 @@ TEST(LoaderSignature, TrustedKeysRefuseUnsignedAndOtherwiseSigned) {
                   ": not a trailer record (the bytes after the data section are "
                   "damaged)");
   }
+  // Its reserved header field and its padding are zero: a change there is
+  // an error too, not an unread byte.
+  {
+    std::vector<uint8_t> bad = good;
+    bad[plain.size() + 13] = 7;
+    EXPECT_EQ(loadError(bad, o),
+              "model.fmb: trailer record 0 at byte " + std::to_string(plain.size()) +
+                  ": byte 13 of the header is reserved (0), not 7");
+  }
+  {
+    std::vector<uint8_t> bad = good;
+    ASSERT_EQ(bad.back(), 0) << "the signature record ends in padding";
+    bad.back() = 1;
+    EXPECT_EQ(loadError(bad, o),
+              "model.fmb: trailer record 0 at byte " + std::to_string(plain.size()) +
+                  ": padding byte " + std::to_string(bad.size() - 1) + " is 1, not 0");
+  }
   // A record of a later kind is skipped; the signature after it counts.
   {
     std::vector<uint8_t> file = plain;
