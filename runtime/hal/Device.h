@@ -76,6 +76,13 @@ struct WeightDesc {
   /// The shape ([] for a 0-d scalar).
   std::vector<int64_t> shape;
   std::string layout;
+  /// A second copy of the weight, in a layout the device's kernels read
+  /// beside the bytes above (a variant the device readsBeside: the CPU's
+  /// "panel16" GEMM copy): bytes at `offset` of `buffer`; bytes 0: none.
+  struct Copy {
+    std::string layout;
+    uint64_t offset = 0, bytes = 0;
+  } beside;
   std::string name; // for messages
   /// Optional weights of a description are absent when buffer is null.
   bool present() const { return buffer != nullptr; }
@@ -366,6 +373,13 @@ public:
   /// Whether the device's kernels read weights stored in `layout` (a
   /// WeightVariant of its target); "" (the shared layout) always.
   virtual bool readsLayout(const std::string &layout) const = 0;
+  /// Whether the device's kernels read a WeightVariant of its target in
+  /// `layout` beside the shared bytes (WeightDesc::beside) rather than
+  /// instead of them: the CPU's "panel16" GEMM copy, which prefill reads
+  /// while decode keeps the rows.
+  virtual bool readsBeside(const std::string & /*layout*/) const {
+    return false;
+  }
 
   /// Loads an executable of target(); `artifactName` starts error messages.
   virtual Expected<std::unique_ptr<Executable>>

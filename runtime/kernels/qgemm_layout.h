@@ -20,6 +20,10 @@ enum class GemmLayout : uint8_t {
   Panel16 = 1,
 };
 
+/// Panel16's name in artifacts: the layout of the "cpu" WeightVariant that
+/// fmc writes beside a packed weight (runtime/schema/fmb.fbs).
+inline constexpr const char *kPanel16LayoutName = "panel16";
+
 // ---------------------------------------------------------------------------
 // Panel16
 //

@@ -42,15 +42,23 @@ public:
     d.buffer = model_.weights;
     d.offset = w.offset();
     d.bytes = w.size();
-    // A variant in a layout this device reads replaces the shared bytes.
+    // A variant in a layout this device reads replaces the shared bytes,
+    // or comes beside them.
     if (w.variants())
-      for (const fa::WeightVariant *v : *w.variants())
-        if (v->target()->str() == model_.device->target() &&
-            model_.device->readsLayout(v->layout()->str())) {
+      for (const fa::WeightVariant *v : *w.variants()) {
+        if (v->target()->str() != model_.device->target())
+          continue;
+        const std::string layout = v->layout()->str();
+        if (model_.device->readsBeside(layout)) {
+          d.beside.layout = layout;
+          d.beside.offset = v->offset();
+          d.beside.bytes = v->size();
+        } else if (model_.device->readsLayout(layout)) {
           d.offset = v->offset();
           d.bytes = v->size();
-          d.layout = v->layout()->str();
+          d.layout = layout;
         }
+      }
     if (isQuantized(w.dtype())) {
       d.kind = hal::WeightKind::Quant;
       d.format = quantFormatOf(w);

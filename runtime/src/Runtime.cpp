@@ -127,6 +127,15 @@ uint64_t physicalMemory() {
 // (hal::Device::prefillCopyBytes), once per weight, over every program that
 // may run such a matmul or Moe: the most a session can make them hold (an
 // upper bound: a fused pair of weights may share one copy).
+bool hasBesideCopy(const fa::Weight &w, const hal::Device &device) {
+  if (w.variants())
+    for (const fa::WeightVariant *v : *w.variants())
+      if (v->target()->str() == device.target() &&
+          device.readsBeside(v->layout()->str()))
+        return true;
+  return false;
+}
+
 uint64_t prefillCopyBytes(const ArtifactFile &a, const hal::Device &device) {
   const fa::Artifact &root = a.root();
   std::vector<bool> counted(root.weights()->size(), false);
@@ -148,9 +157,12 @@ uint64_t prefillCopyBytes(const ArtifactFile &a, const hal::Device &device) {
                                                 : p->max_rows();
       if (rows <= 1)
         continue;
+      // A matmul reads fmc's copy in the artifact (hal::Device::readsBeside),
+      // mapped, not made.
       if (const fa::MatMul *m = c->op_as_MatMul())
         for (uint32_t index : *m->weights())
-          count(index);
+          if (!hasBesideCopy(*root.weights()->Get(index), device))
+            count(index);
       // A Moe's experts (the router and the shared expert's gate keep the
       // row kernel).
       if (const fa::Moe *m = c->op_as_Moe()) {

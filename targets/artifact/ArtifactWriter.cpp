@@ -16,8 +16,9 @@ writeArtifact(mlir::ModuleOp module,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress,
               const TokenizerFiles *tokenizer,
-              const TrailerMaker &trailer) {
-  const WeightPlan plan = planWeights(module);
+              const TrailerMaker &trailer,
+              const WeightPlanOptions &planOptions) {
+  const WeightPlan plan = planWeights(module, planOptions);
   auto program = serializeProgram(module, plan, executables, tokenizer);
   if (!program)
     return program.takeError();
@@ -31,7 +32,9 @@ writeArtifact(mlir::ModuleOp module,
   auto streamed = streamWeights(
       plan, weights,
       [&](const void *data, size_t size) { return file->write(data, size); },
-      progress);
+      progress, [&](uint64_t offset, void *data, size_t size) {
+        return file->readAt(head.size() + offset, data, size);
+      });
   if (!streamed)
     return streamed.takeError();
 
@@ -60,7 +63,9 @@ writeArtifact(mlir::ModuleOp module,
 
   ArtifactSummary s;
   s.artifactBytes = bytes;
-  s.weightBytes = plan.dataSize;
+  s.weightBytes = plan.dataSize - plan.gemmBytes;
+  s.gemmCopyBytes = plan.gemmBytes;
+  s.gemmCopies = plan.gemmCopies;
   s.parameters = plan.parameters;
   s.numWeights = unsigned(plan.weights.size());
   s.numKernels = unsigned(target::kernelNames(module).size());

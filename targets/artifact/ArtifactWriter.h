@@ -23,6 +23,9 @@ namespace fm::writer {
 
 struct ArtifactSummary {
   uint64_t artifactBytes = 0, weightBytes = 0, parameters = 0;
+  /// The CPU's GEMM copies after the shared weights (WeightPlanOptions).
+  uint64_t gemmCopyBytes = 0;
+  unsigned gemmCopies = 0;
   uint64_t kvBytesPerToken = 0, arenaBytes = 0;
   unsigned numWeights = 0, numLayers = 0, numKernels = 0;
   std::map<std::string, unsigned> commandsPerPhase;
@@ -48,13 +51,15 @@ using TrailerMaker = std::function<llvm::Expected<std::vector<uint8_t>>(
 /// `weights` and streamed to the file one tensor at a time, stored as their
 /// fm.param attributes say (f32, f16, or packed). `tokenizer` (may be null)
 /// is embedded as it is. `trailer` (optional) adds its bytes after the data
-/// section before the file appears.
+/// section before the file appears. `planOptions` chooses the CPU's GEMM
+/// copies (WeightPlan).
 llvm::Expected<ArtifactSummary>
 writeArtifact(mlir::ModuleOp module,
               const std::vector<target::SerializedExecutable> &executables,
               const import::WeightSource &weights, const std::string &path,
               const std::function<void(llvm::StringRef)> &progress = {},
               const TokenizerFiles *tokenizer = nullptr,
-              const TrailerMaker &trailer = {});
+              const TrailerMaker &trailer = {},
+              const WeightPlanOptions &planOptions = {});
 
 } // namespace fm::writer

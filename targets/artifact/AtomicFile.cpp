@@ -13,7 +13,7 @@ namespace fm::writer {
 
 llvm::Expected<AtomicFile> AtomicFile::create(const std::string &path) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0)
     return llvm::createStringError("cannot write %s: %s", tmp.c_str(),
                                    std::strerror(errno));
@@ -83,6 +83,24 @@ llvm::Error AtomicFile::writeAt(uint64_t offset, const void *data, size_t size) 
     return llvm::createStringError("%s: overwrite past the end", path_.c_str());
   if (!writeFully(fd_, data, size, offset))
     return fail("write failed");
+  return llvm::Error::success();
+}
+
+llvm::Error AtomicFile::readAt(uint64_t offset, void *data, size_t size) const {
+  if (offset + size > size_)
+    return llvm::createStringError("%s: read past the end", path_.c_str());
+  char *c = static_cast<char *>(data);
+  while (size) {
+    ssize_t k = ::pread(fd_, c, size, off_t(offset));
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return llvm::createStringError("%s: cannot read back what was written: %s",
+                                     path_.c_str(), std::strerror(errno));
+    c += k;
+    size -= size_t(k);
+    offset += uint64_t(k);
+  }
   return llvm::Error::success();
 }
 

@@ -25,6 +25,8 @@ public:
   llvm::Error pad(size_t size);
   /// Overwrites `size` bytes at `offset` (already written).
   llvm::Error writeAt(uint64_t offset, const void *data, size_t size);
+  /// Reads `size` bytes at `offset` (already written) back.
+  llvm::Error readAt(uint64_t offset, void *data, size_t size) const;
   /// Flushes, closes and renames over the destination.
   llvm::Error commit();
   uint64_t size() const { return size_; }

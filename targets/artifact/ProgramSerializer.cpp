@@ -7,6 +7,7 @@
 
 #include "fm/fmb_generated.h"
 #include "fm/format.h"
+#include "kernels/qgemm_layout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -409,7 +410,14 @@ llvm::Expected<SerializedProgram> Serializer::run() {
 
   auto &fbb = fbb_;
   std::vector<flatbuffers::Offset<fa::Weight>> wtab;
-  for (const StoredWeight &w : plan_.weights)
+  for (const StoredWeight &w : plan_.weights) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fa::WeightVariant>>>
+        variants;
+    if (w.gemmBytes)
+      variants = fbb.CreateVector({fa::CreateWeightVariant(
+          fbb, fbb.CreateString("cpu"),
+          fbb.CreateString(kernels::kPanel16LayoutName), w.gemmOffset,
+          w.gemmBytes)});
     wtab.push_back(fa::CreateWeight(
         fbb, fbb.CreateString(w.key), dtypeOf(w), fbb.CreateVector(w.shape),
         w.offset, w.bytes,
@@ -417,7 +425,9 @@ llvm::Expected<SerializedProgram> Serializer::run() {
         w.kind == StoredWeight::Kind::Quant &&
                 w.format.grid == kernels::QuantGrid::Affine
             ? fa::QuantGrid::Affine
-            : fa::QuantGrid::Balanced));
+            : fa::QuantGrid::Balanced,
+        variants));
+  }
   std::vector<flatbuffers::Offset<fa::KvCache>> caches;
   for (auto c : model_.getBodyBlock().getOps<mlir::fm::KvCacheOp>()) {
     const bool i8 = c.getElementType().isInteger(8);

@@ -4,8 +4,12 @@
 #include "targets/artifact/WeightStreamer.h"
 
 #include "dialects/fm/IR/FmOps.h"
+#include "dialects/fmk/IR/FmkDialect.h"
+#include "kernels/qgemm.h"
 #include "kernels/quantize.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -67,10 +71,40 @@ format::Digest sourceTensorDigest(const import::WeightSource &source,
   return h.finish();
 }
 
+/// Whether `mm` may run on more than one row: in a program of several rows
+/// (not after fmk.take_last) or in the image encoder (fixed rows). The LM
+/// head of a program that returns every row's logits (scoring) does not
+/// count: it is the largest matrix, and the runtime repacks it if such a
+/// program ever runs.
+bool multipliesSeveralRows(fmk::MatmulOp mm) {
+  auto rows = cast<RankedTensorType>(mm.getInput().getType()).getShape()[0];
+  if (rows == 1 || llvm::any_of(mm->getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user);
+      }))
+    return false;
+  auto fn = mm->getParentOfType<func::FuncOp>();
+  if (!fn)
+    return false;
+  auto phase = fn->getAttrOfType<StringAttr>(mlir::fm::FmDialect::kPhaseAttrName);
+  if (phase && phase.getValue() == mlir::fm::ModelOp::kImagePhase)
+    return true;
+  auto maxRows = fn->getAttrOfType<IntegerAttr>(fmk::FmkDialect::kMaxRowsAttr);
+  return maxRows && maxRows.getInt() > 1;
+}
+
 } // namespace
 
-WeightPlan planWeights(ModuleOp module) {
+WeightPlan planWeights(ModuleOp module, const WeightPlanOptions &options) {
   WeightPlan plan;
+  // The packed weights a matmul of several rows multiplies.
+  llvm::StringSet<> gemm;
+  if (options.cpuGemmCopies)
+    module.walk([&](fmk::MatmulOp mm) {
+      if (multipliesSeveralRows(mm))
+        for (Value w : mm.getWeights())
+          if (auto p = w.getDefiningOp<mlir::fm::ParamOp>())
+            gemm.insert(p.getKey());
+    });
   module.walk([&](Operation *op) {
     for (Value v : op->getOperands()) {
       auto p = v.getDefiningOp<mlir::fm::ParamOp>();
@@ -84,13 +118,28 @@ WeightPlan planWeights(ModuleOp module) {
       plan.weights.push_back(std::move(w));
     }
   });
+  const uint64_t shared = plan.dataSize;
+  for (StoredWeight &w : plan.weights) {
+    if (w.kind != StoredWeight::Kind::Quant || !gemm.contains(w.key) ||
+        !kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16, w.format,
+                                    w.shape[0], w.shape[1])
+             .empty())
+      continue;
+    w.gemmOffset = plan.dataSize;
+    w.gemmBytes = kernels::gemmPackedBytes(kernels::GemmLayout::Panel16,
+                                           w.format, w.shape[0], w.shape[1]);
+    plan.dataSize = format::alignData(plan.dataSize + w.gemmBytes);
+    ++plan.gemmCopies;
+  }
+  plan.gemmBytes = plan.dataSize - shared;
   return plan;
 }
 
 llvm::Expected<StreamResult>
 streamWeights(const WeightPlan &plan, const import::WeightSource &source,
               const std::function<llvm::Error(const void *, size_t)> &sink,
-              const std::function<void(llvm::StringRef)> &progress) {
+              const std::function<void(llvm::StringRef)> &progress,
+              const DataReader &readBack) {
   StreamResult result;
   format::Hasher hash;
   std::vector<std::pair<std::string, format::Digest>> sources;
@@ -137,8 +186,9 @@ streamWeights(const WeightPlan &plan, const import::WeightSource &source,
       break;
     }
     }
+    const uint64_t sharedEnd = plan.dataSize - plan.gemmBytes;
     const uint64_t end =
-        i + 1 < plan.weights.size() ? plan.weights[i + 1].offset : plan.dataSize;
+        i + 1 < plan.weights.size() ? plan.weights[i + 1].offset : sharedEnd;
     const uint64_t padding = end - w.offset - w.bytes;
     hash.update(bytes, w.bytes);
     hash.update(zeros.data(), padding);
@@ -150,6 +200,36 @@ streamWeights(const WeightPlan &plan, const import::WeightSource &source,
     const unsigned pct = plan.dataSize ? unsigned(100 * written / plan.dataSize) : 100;
     if (progress && plan.dataSize > (64u << 20) && pct / 10 != lastPct / 10)
       progress(llvm::formatv("writing weights {0}%", pct).str());
+    lastPct = pct;
+  }
+  // The GEMM copies, repacked from the packed bytes just written.
+  std::vector<uint8_t> rows, copy;
+  for (const StoredWeight &w : plan.weights) {
+    if (!w.gemmBytes)
+      continue;
+    if (!readBack)
+      return error("weight '" + w.key + "': a GEMM copy needs the written data");
+    rows.resize(w.bytes);
+    if (llvm::Error e = readBack(w.offset, rows.data(), rows.size()))
+      return std::move(e);
+    copy.assign(w.gemmBytes, 0);
+    kernels::repackForGemmPanels(kernels::GemmLayout::Panel16, w.format,
+                                 w.shape[0], w.shape[1], rows.data(),
+                                 copy.data(), 0,
+                                 kernels::panelGeometry(w.format, w.shape[0],
+                                                        w.shape[1])
+                                     .panels);
+    const uint64_t padding = format::alignData(w.gemmBytes) - w.gemmBytes;
+    hash.update(copy.data(), copy.size());
+    hash.update(zeros.data(), padding);
+    if (llvm::Error e = sink(copy.data(), copy.size()))
+      return std::move(e);
+    if (llvm::Error e = sink(zeros.data(), padding))
+      return std::move(e);
+    written += w.gemmBytes + padding;
+    const unsigned pct = unsigned(100 * written / plan.dataSize);
+    if (progress && plan.dataSize > (64u << 20) && pct / 10 != lastPct / 10)
+      progress(llvm::formatv("writing weights {0}% (CPU GEMM copies)", pct).str());
     lastPct = pct;
   }
   result.digest = hash.finish();

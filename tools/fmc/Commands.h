@@ -37,6 +37,9 @@ struct CompileArgs {
   std::string tokenizer;   // tokenizer.json (or its directory) to embed; "":
                            // the one beside the checkpoint, if any
   std::string signKey;     // sign with this minisign secret key file
+  /// With --target cpu: no Panel16 GEMM copies of the packed weights (the
+  /// runtime then repacks them when a prefill first runs).
+  bool noCpuGemmCopies = false;
   /// PEFT adapter directories to merge, "DIR[:scale]" (W + scale·s·B·A).
   std::vector<std::string> mergeAdapters;
 };

@@ -260,10 +260,16 @@ int runCompile(const CompileArgs &args) {
     trailer = std::move(*signer);
   }
   progress("writing " + args.output);
+  writer::WeightPlanOptions planOptions;
+  planOptions.cpuGemmCopies =
+      !args.noCpuGemmCopies &&
+      llvm::any_of(*targets, [](const target::Target *t) {
+        return t->name() == "cpu";
+      });
   auto summary = writer::writeArtifact(*module, executables, source,
                                        args.output, progress,
                                        tokenizer ? &tokenizer->files : nullptr,
-                                       trailer);
+                                       trailer, planOptions);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
   double writeMs = msSince(t3);
@@ -302,6 +308,11 @@ int runCompile(const CompileArgs &args) {
                           count(a[0]), bits, 8.0 * a[1] / a[0],
                           a[3] > 0 ? std::sqrt(a[2] / a[3]) : 0.0);
   }
+  if (summary->gemmCopies)
+    os << llvm::formatv("  cpu gemm      {0} copies of {1} packed weights in the "
+                        "Panel16 layout (prefill's GEMM; --no-cpu-gemm-copies "
+                        "omits them)\n",
+                        human(summary->gemmCopyBytes), summary->gemmCopies);
   os << llvm::formatv("  artifact      {0}\n", human(summary->artifactBytes));
   os << llvm::formatv("  KV per token  {0} ({1})\n", human(summary->kvBytesPerToken),
                       args.kvBits == "8" ? "int8 where the layers have scales" : "f32");

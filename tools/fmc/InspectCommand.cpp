@@ -13,8 +13,10 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace fm::cli {
@@ -293,9 +295,24 @@ int runInspect(const InspectArgs &args) {
                       targetList(a));
   os << llvm::formatv("  shape         vocab {0}, hidden {1}, {2} layers\n",
                       root.vocab_size(), root.hidden_size(), root.num_layers());
+  // The per-target copies (WeightVariant) apart from the shared bytes.
+  std::map<std::string, std::pair<unsigned, uint64_t>> variants;
+  uint64_t variantBytes = 0;
+  for (const fa::Weight *w : *root.weights())
+    if (w->variants())
+      for (const fa::WeightVariant *v : *w->variants()) {
+        auto &[n, bytes] =
+            variants[v->target()->str() + " " + v->layout()->str()];
+        ++n;
+        bytes += v->size();
+        variantBytes += v->size();
+      }
   os << llvm::formatv("  parameters    {0} in {1} tensors, {2} of weights\n",
                       root.parameters(), root.weights()->size(),
-                      human(a.dataSize()));
+                      human(double(a.dataSize() - std::min(a.dataSize(), variantBytes))));
+  for (const auto &[name, nb] : variants)
+    os << llvm::formatv("  copies        {0}: {1} weights, {2}\n", name, nb.first,
+                        human(double(nb.second)));
   os << llvm::formatv("  digests       program {0} (verified), weights {1}{2}, "
                       "source {3}\n",
                       format::hex(a.programDigest()).substr(0, 16),

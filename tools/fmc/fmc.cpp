@@ -102,6 +102,10 @@ int main(int argc, char **argv) {
                          "embed this tokenizer.json (or the one in this "
                          "directory; its tokenizer_config.json beside it) "
                          "instead of the checkpoint's own");
+  compileCmd->add_flag("--no-cpu-gemm-copies", comp.noCpuGemmCopies,
+                       "with --target cpu, do not store the packed weights a "
+                       "second time in prefill's GEMM layout (a smaller "
+                       "file; fm-run then repacks them on the first prefill)");
   compileCmd->add_option("--sign", comp.signKey,
                          "sign the artifact's digests with this minisign "
                          "secret key (fmc keygen, minisign -G -W); the "

@@ -100,6 +100,10 @@ bool CpuDevice::readsLayout(const std::string &layout) const {
   return layout.empty() || layout == kRowMajorLayout;
 }
 
+bool CpuDevice::readsBeside(const std::string &layout) const {
+  return layout == kernels::kPanel16LayoutName;
+}
+
 Expected<std::unique_ptr<Executable>>
 CpuDevice::loadExecutable(const artifact::Executable &executable,
                           const std::string &artifactName) {

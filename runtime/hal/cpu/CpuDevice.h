@@ -65,6 +65,9 @@ public:
                             int64_t K) const override;
   uint64_t prefillCopiesMade() const override { return gemmWeights_.bytes(); }
   bool readsLayout(const std::string &layout) const override;
+  /// "panel16" (kernels::kPanel16LayoutName): the GEMM copy fmc writes, which
+  /// a matmul of several rows reads instead of repacking the rows.
+  bool readsBeside(const std::string &layout) const override;
   Expected<std::unique_ptr<Executable>>
   loadExecutable(const artifact::Executable &executable,
                  const std::string &artifactName) override;

@@ -32,17 +32,6 @@ const uint8_t *hostBytes(const WeightDesc &w) {
   return w.buffer->host() + w.offset;
 }
 
-WeightRef weightRef(const WeightDesc &w, kernels::QActivations act) {
-  WeightRef r;
-  r.data = hostBytes(w);
-  r.kind = w.kind == WeightKind::Quant ? WeightRef::Kind::Quant
-           : w.kind == WeightKind::F16 ? WeightRef::Kind::F16
-                                       : WeightRef::Kind::F32;
-  r.format = w.format;
-  r.activations = act;
-  return r;
-}
-
 CpuQueue &cpu(Queue &queue) { return static_cast<CpuQueue &>(queue); }
 
 // From this many rows a launch's attention runs by query blocks
@@ -115,34 +104,22 @@ public:
                   : nullptr),
         activate_(d.activation != Activation::None),
         activation_(kernelActivation(d.activation)) {
-    // Weights that lie back to back in one layout (the parts of a fused
-    // projection, written so by the compiler) are one [n][k] matrix: one
-    // kernel call.
-    int64_t col = 0;
-    const WeightDesc *prev = nullptr;
-    for (const WeightDesc &w : d.weights) {
-      const WeightRef ref = weightRef(w, d.activations);
-      const int64_t rows = w.shape[0];
-      if (prev && prev->buffer == w.buffer &&
-          prev->offset + prev->bytes == w.offset &&
-          groups_.back().w.sameLayout(ref)) {
-        groups_.back().rows += rows;
-      } else {
-        groups_.push_back({ref, rows, col});
-      }
-      col += rows;
-      prev = &w;
-    }
+    // One call per group of weights (matmulGroups).
+    for (const MatmulGroup &m : matmulGroups(d.weights, d.activations, problem_))
+      groups_.push_back({m.w, m.rows, m.col0, false, m.copy});
     // Launches of several rows (prefill) multiply packed weights as a GEMM
-    // over their Panel16 copy, made before the program's first run
-    // (beforeFirstRun), so that programs which never run cost no copies.
+    // over their Panel16 copy: the artifact's, or one made before the
+    // program's first run (beforeFirstRun), so that programs which never
+    // run cost no copies.
     if (d.maxRows > 1 && d.activations != kernels::QActivations::F32)
       for (Group &g : groups_)
         if (g.w.kind == WeightRef::Kind::Quant &&
             kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,
                                        g.w.format, g.rows, k_)
-                .empty())
+                .empty()) {
           g.wantsGemm = true;
+          g.w.gemm = g.copy;
+        }
     // A strided x is gathered into dense rows first; a group narrower than
     // y's rows goes through dense scratch.
     if (d.maxRows > 1 && xStride_ != k_)
@@ -168,6 +145,9 @@ public:
   uint64_t scratchBytes() const override {
     return xScratch_ + yScratch_ + packedScratch_;
   }
+  /// Why the session cannot run this matmul ("" when it can): a GEMM copy
+  /// in the artifact that does not fit its weight.
+  const std::string &problem() const { return problem_; }
 
   Status beforeFirstRun(Queue &queue) override {
     // A weight whose copy is not available (memory) keeps the row kernel.
@@ -218,6 +198,7 @@ private:
     int64_t rows = 0;
     int64_t col0 = 0;       // first column of y
     bool wantsGemm = false; // a GEMM copy before the first run
+    const uint8_t *copy = nullptr; // the artifact's (besidePanel16)
   };
 
   /// y[M][g.rows] (dense) (+)= act(x · gᵀ + bias): the packed GEMM for
@@ -254,6 +235,7 @@ private:
   bool activate_;
   kernels::Activation activation_;
   uint64_t xScratch_ = 0, yScratch_ = 0, packedScratch_ = 0;
+  std::string problem_;
 };
 
 class AttentionKernel final : public Kernel {
@@ -615,8 +597,12 @@ Expected<std::unique_ptr<Kernel>> CpuDevice::prepareEmbed(const EmbedDesc &d) {
 
 Expected<std::unique_ptr<Kernel>>
 CpuDevice::prepareMatmul(const MatmulDesc &d) {
-  if (d.lora.empty())
-    return make<MatmulKernel>(d, gemmWeights_);
+  if (d.lora.empty()) {
+    auto kernel = std::make_unique<MatmulKernel>(d, gemmWeights_);
+    if (!kernel->problem().empty())
+      return Status::error("cpu: " + kernel->problem());
+    return std::unique_ptr<Kernel>(std::move(kernel));
+  }
   // Adapters: the fused kernel of CpuLora.cpp (base and side path in one
   // dispatch).
   return makeLoraMatmul(d, gemmWeights_);

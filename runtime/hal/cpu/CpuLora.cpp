@@ -68,17 +68,6 @@ bool continues(const WeightDesc &prev, const WeightDesc &next) {
          prev.shape[1] == next.shape[1];
 }
 
-WeightRef weightRef(const WeightDesc &w, kernels::QActivations act) {
-  WeightRef r;
-  r.data = w.buffer->host() + w.offset;
-  r.kind = w.kind == WeightKind::Quant ? WeightRef::Kind::Quant
-           : w.kind == WeightKind::F16 ? WeightRef::Kind::F16
-                                       : WeightRef::Kind::F32;
-  r.format = w.format;
-  r.activations = act;
-  return r;
-}
-
 kernels::Activation kernelActivation(Activation a) {
   return a == Activation::GeluTanh    ? kernels::Activation::GeluTanh
          : a == Activation::QuickGelu ? kernels::Activation::QuickGelu
@@ -127,6 +116,9 @@ public:
   }
 
   uint64_t scratchBytes() const override { return scratch_; }
+  /// Why the session cannot run this matmul ("" when it can), as
+  /// matmulGroups says.
+  const std::string &problem() const { return problem_; }
 
   Status beforeFirstRun(Queue &queue) override {
     // A weight whose copy is not available (memory) keeps the row kernel.
@@ -187,6 +179,7 @@ private:
     int64_t rows = 0, col0 = 0; // y's columns [col0, col0 + rows)
     bool wantsGemm = false;     // a Panel16 copy before the first run
     int slot = -1;              // packed: its prepared activations
+    const uint8_t *copy = nullptr; // the artifact's (matmulGroups)
   };
   // Columns [n0, n1) of y in one group, updated by ups_[segUps_[u0..u1)].
   struct Segment {
@@ -215,20 +208,12 @@ private:
   void planGroups(const MatmulDesc &d) {
     // Weights that lie back to back in one layout (the parts of a fused
     // projection) are one [n][k] matrix, as the plain matmul kernel has it.
-    int64_t col = 0;
-    const WeightDesc *prev = nullptr;
-    for (const WeightDesc &w : d.weights) {
-      const WeightRef ref = weightRef(w, d.activations);
-      if (prev && prev->buffer == w.buffer &&
-          prev->offset + prev->bytes == w.offset &&
-          groups_.back().w.sameLayout(ref))
-        groups_.back().rows += w.shape[0];
-      else
-        groups_.push_back({ref, w.shape[0], col});
-      col += w.shape[0];
-      prev = &w;
+    width_ = 0;
+    for (const MatmulGroup &m : matmulGroups(d.weights, d.activations, problem_)) {
+      groups_.push_back({m.w, m.rows, m.col0});
+      groups_.back().copy = m.copy;
+      width_ = m.col0 + m.rows;
     }
-    width_ = col;
   }
 
   void planLora(const MatmulDesc &d) {
@@ -287,6 +272,8 @@ private:
                     kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,
                                                g.w.format, g.rows, k_)
                         .empty();
+      if (g.wantsGemm)
+        g.w.gemm = g.copy;
       for (size_t e = 0; e + 1 < edges.size(); ++e) {
         Segment s{static_cast<int>(gi), edges[e], edges[e + 1], segUps_.size(),
                   0};
@@ -436,6 +423,7 @@ private:
   }
 
   GemmWeights &gemm_;
+  std::string problem_;
   std::vector<Group> groups_;
   std::vector<std::shared_ptr<const rt::HostBlock>> gemmCopies_;
   const float *x_;
@@ -463,9 +451,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<Kernel> makeLoraMatmul(const MatmulDesc &desc,
+Expected<std::unique_ptr<Kernel>> makeLoraMatmul(const MatmulDesc &desc,
                                        GemmWeights &gemm) {
-  return std::unique_ptr<Kernel>(new FusedLoraMatmul(desc, gemm));
+  auto kernel = std::make_unique<FusedLoraMatmul>(desc, gemm);
+  if (!kernel->problem().empty())
+    return Status::error("cpu: " + kernel->problem());
+  return std::unique_ptr<Kernel>(std::move(kernel));
 }
 
 } // namespace fm::hal

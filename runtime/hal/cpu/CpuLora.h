@@ -16,7 +16,7 @@ namespace fm::hal {
 /// the base product and adds the B·t up-product to those same columns. Every
 /// weight format, decode and prefill; `gemm` holds the Panel16 copies that
 /// launches of several rows multiply packed weights by.
-std::unique_ptr<Kernel> makeLoraMatmul(const MatmulDesc &desc,
+Expected<std::unique_ptr<Kernel>> makeLoraMatmul(const MatmulDesc &desc,
                                        GemmWeights &gemm);
 
 } // namespace fm::hal

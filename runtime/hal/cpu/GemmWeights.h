@@ -4,19 +4,49 @@
 #pragma once
 
 #include "base/HostMemory.h"
+#include "hal/Device.h"
+#include "hal/cpu/Linear.h"
 #include "kernels/qformat.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace fm::rt {
 class ThreadPool;
 } // namespace fm::rt
 
 namespace fm::hal {
+
+/// The kernels' view of a weight (host memory: the CPU's buffers).
+rt::WeightRef weightRef(const WeightDesc &w, kernels::QActivations act);
+
+/// The Panel16 copy fmc wrote into the artifact beside packed weight w
+/// (WeightDesc::beside, "panel16"), which a matmul of several rows reads
+/// instead of making one; null when w has none, or when the copy does not
+/// fit w, and then `problem` says why, naming the weight.
+const uint8_t *besidePanel16(const WeightDesc &w, std::string &problem);
+
+/// One kernel call of a matmul over several weights.
+struct MatmulGroup {
+  rt::WeightRef w;
+  int64_t rows = 0, col0 = 0;    // y's columns [col0, col0 + rows)
+  const uint8_t *copy = nullptr; // the artifact's Panel16 copy of its rows
+};
+
+/// A matmul's weights as kernel calls: weights that lie back to back in
+/// one layout (the parts of a fused projection, written so by the compiler)
+/// are one [rows][k] matrix, one call. Their copies in the artifact
+/// (besidePanel16) continue each other the same way when every part but
+/// the last fills its panels; where they do not, the parts are calls of
+/// their own. `problem` as besidePanel16's.
+std::vector<MatmulGroup> matmulGroups(const std::vector<WeightDesc> &weights,
+                                      kernels::QActivations act,
+                                      std::string &problem);
 
 /// The Panel16 copies of one device's weights. The artifact's shared bytes
 /// stay as they are (decode's matvec reads rows); the copy costs as many

@@ -254,6 +254,10 @@ public:
         fbb_, target.c_str(), format.c_str(), triple.c_str(), "generic",
         &image, &fns));
   }
+  /// The bytes weight `index` was added with.
+  const std::vector<uint8_t> &weightBytes(uint32_t index) const {
+    return weights_[index].bytes;
+  }
   /// Adds a variant of weight `index` for `target` in `layout` holding
   /// `bytes` (placed after the shared weights).
   void addVariant(uint32_t index, const std::string &target,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ArtifactBuilder.h"
+#include "kernels/qgemm.h"
 #include "kernels/quantize.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fm::test {
@@ -62,6 +64,12 @@ struct QuantModel {
     std::string tokenizerJson, tokenizerConfig;
     bool withPrefill = true;
     bool withDecode = true;
+    /// Q, K, V and O (not the tied table) get the Panel16 copies fmc writes
+    /// (WeightVariant "cpu" / "panel16"), K's and V's back to back; with
+    /// zeroGemmCopies, copies of that size holding zeros (which a kernel
+    /// that reads them shows).
+    bool gemmCopies = false;
+    bool zeroGemmCopies = false;
   };
 
   /// Buffers of the arena, in floats, for max_rows R.
@@ -186,6 +194,19 @@ struct QuantModel {
     const uint32_t O = add(sa + ".o_proj.weight", wo, kHidden, kHidden, o.o);
     const uint32_t L =
         o.tied ? E : add("lm_head.weight", lm, kVocab, kHidden, o.lm);
+    if (o.gemmCopies && !o.floatWeights)
+      for (auto [index, rows, s] : {std::tuple{Q, int64_t(kHidden), o.q},
+                                    std::tuple{K, int64_t(kKv), o.kv},
+                                    std::tuple{V, int64_t(kKv), o.kv},
+                                    std::tuple{O, int64_t(kHidden), o.o}})
+        if (s.packed()) {
+          std::vector<uint8_t> copy = kernels::repackForGemm(
+              kernels::GemmLayout::Panel16, s.format(), rows, kHidden,
+              b.weightBytes(index).data());
+          if (o.zeroGemmCopies)
+            std::fill(copy.begin(), copy.end(), 0);
+          b.addVariant(index, "cpu", kernels::kPanel16LayoutName, std::move(copy));
+        }
     const uint32_t KS = b.addScalar(sa + ".k_scale", kScale);
     const uint32_t VS = b.addScalar(sa + ".v_scale", vScale);
     const uint32_t cache =

@@ -143,6 +143,81 @@ TEST(GemmWeights, MatmulKernelForSeveralRowsMatchesTheReference) {
       }
 }
 
+// The matmul kernel over weights that come with their Panel16 copies in the
+// artifact (WeightDesc::beside): it makes none and matches the reference,
+// whether the two parts' copies continue each other (48 rows: whole panels,
+// one call) or not (40: two calls); a copy of the wrong size is an error
+// that names its weight.
+TEST(GemmWeights, MatmulKernelReadsTheArtifactsCopies) {
+  const QuantFormat f{4, 32, QuantGrid::Balanced};
+  const int64_t K = 192, N1 = 24, M = 9;
+  for (int64_t N0 : {48, 40}) {
+    SCOPED_TRACE("first part " + std::to_string(N0) + " rows");
+    const int64_t N = N0 + N1;
+    const QMatmulProblem p(f, M, K, N, 29);
+    const size_t rowBytes = kernels::packedRowBytes(f, K);
+    std::vector<uint8_t> data = p.w;
+    data.resize((data.size() + 63) & ~size_t(63));
+    uint64_t copyAt[2];
+    for (int i = 0; i < 2; ++i) {
+      const int64_t rows = i == 0 ? N0 : N1;
+      const std::vector<uint8_t> copy = kernels::repackForGemm(
+          GemmLayout::Panel16, f, rows, K, p.w.data() + (i == 0 ? 0 : N0 * rowBytes));
+      copyAt[i] = data.size();
+      data.insert(data.end(), copy.begin(), copy.end());
+    }
+    hal::CpuDevice device;
+    auto weights = device.importWeights(data.data(), data.size());
+    ASSERT_TRUE(weights.isOk());
+    auto arena = device.allocate(4 * (M * K + M * N), hal::MemorySpace::Host);
+    ASSERT_TRUE(arena.isOk());
+    std::memcpy((*arena)->host(), p.x.data(), 4 * M * K);
+    hal::MatmulDesc d;
+    d.x = {arena->get(), 0, K, K};
+    d.y = {arena->get(), uint64_t(4 * M * K), N, N};
+    d.k = K;
+    d.n = N;
+    d.maxRows = M;
+    d.activations = QActivations::Int8x2;
+    addSplitWeights(d, weights->get(), f, K, N0, N1, 0);
+    for (int i = 0; i < 2; ++i) {
+      d.weights[i].name = i == 0 ? "w0" : "w1";
+      d.weights[i].beside.layout = kernels::kPanel16LayoutName;
+      d.weights[i].beside.offset = copyAt[i];
+      d.weights[i].beside.bytes = kernels::gemmPackedBytes(
+          GemmLayout::Panel16, f, d.weights[i].shape[0], K);
+    }
+    EXPECT_EQ(copyAt[0] + d.weights[0].beside.bytes == copyAt[1], true);
+    auto kernel = device.prepareMatmul(d);
+    ASSERT_TRUE(kernel.isOk()) << kernel.message();
+    hal::QueueOptions qo;
+    qo.threads = 2;
+    qo.scratchBytes = (*kernel)->scratchBytes();
+    auto queue = device.createQueue(qo);
+    ASSERT_TRUE(queue.isOk());
+    ASSERT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
+    EXPECT_EQ(device.gemmWeights().bytes(), 0u) << "a copy was made";
+    hal::Launch l;
+    l.rows = M;
+    ASSERT_TRUE((*kernel)->run(**queue, l).isOk());
+    const float *y = reinterpret_cast<const float *>((*arena)->host() + 4 * M * K);
+    for (int64_t i = 0; i < M * N; ++i)
+      ASSERT_LE(std::fabs(double(y[i]) - p.ref[i]),
+                p.tolerance(i, QActivations::Int8x2))
+          << "row " << i / N << " column " << i % N;
+
+    hal::MatmulDesc bad = d;
+    bad.weights[1].beside.bytes -= 64;
+    auto refused = device.prepareMatmul(bad);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.message(),
+              "cpu: weight 'w1': its panel16 copy is " +
+                  std::to_string(bad.weights[1].beside.bytes) + " bytes, not the " +
+                  std::to_string(d.weights[1].beside.bytes) +
+                  " of 24 x 192 weights at 4 bits");
+  }
+}
+
 const std::vector<uint8_t> &kernelsSo() {
   static const std::vector<uint8_t> image = readFile(FM_TEST_KERNELS_SO);
   return image;
@@ -201,6 +276,56 @@ TEST(GemmWeights, ASessionCopiesOnlyForTheProgramsItRuns) {
   Session e(*other, exact);
   ASSERT_TRUE(e.prefill(tokens).isOk());
   EXPECT_EQ((*other)->prefillCopiesMade(), 0u);
+}
+
+// The copies fmc compile writes into the artifact (QuantModel's gemmCopies:
+// Q, K, V and O, K's and V's back to back): prefill reads them in place, so
+// a session copies only the weight without one (the tied table), the memory
+// bound counts only that, and the logits are those of the copies made at
+// run time, bit for bit. Copies of zeros change them: they are read.
+TEST(GemmWeights, TheArtifactsCopiesAreReadInPlace) {
+  QuantModel qm;
+  QuantModel::Options o;
+  const std::vector<uint8_t> plain = qm.build(o, kernelsSo());
+  o.gemmCopies = true;
+  const std::vector<uint8_t> copies = qm.build(o, kernelsSo());
+  o.zeroGemmCopies = true;
+  const std::vector<uint8_t> zeros = qm.build(o, kernelsSo());
+  const uint64_t table = kernels::gemmPackedBytes(
+      GemmLayout::Panel16, o.embed.format(), QuantModel::kVocab, QuantModel::kHidden);
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2};
+  struct Run {
+    std::vector<float> logits;
+    uint64_t bound = 0, made = 0;
+  };
+  auto run = [&](const std::vector<uint8_t> &file, bool allLogits) {
+    Run r;
+    auto model = Model::loadFromBuffer(file.data(), file.size(), "q.fmb");
+    EXPECT_TRUE(model.isOk()) << model.message();
+    if (!model.isOk())
+      return r;
+    SessionOptions so;
+    so.threads = 2;
+    Session s(*model, so);
+    auto l = s.prefill(tokens, allLogits);
+    EXPECT_TRUE(l.isOk()) << l.message();
+    if (l.isOk())
+      r.logits.assign(l->data, l->data + l->rows * l->vocab);
+    r.bound = (*model)->prefillCopyBytes();
+    r.made = (*model)->prefillCopiesMade();
+    return r;
+  };
+  for (bool allLogits : {false, true}) {
+    SCOPED_TRACE(allLogits ? "every row's logits" : "the last row's");
+    const Run a = run(plain, allLogits), b = run(copies, allLogits),
+              z = run(zeros, allLogits);
+    EXPECT_EQ(a.bound, quantModelCopyBytes(QuantModel::Options{}));
+    EXPECT_EQ(b.bound, table) << "the memory bound counts mapped copies";
+    EXPECT_EQ(b.made, table) << "only the tied table is repacked";
+    ASSERT_FALSE(a.logits.empty());
+    EXPECT_EQ(a.logits, b.logits);
+    EXPECT_NE(a.logits, z.logits) << "the artifact's copies are not read";
+  }
 }
 
 // generate() (fm-run --prompt, --chat) times the first prefill's repack

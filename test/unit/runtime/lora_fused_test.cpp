@@ -10,6 +10,7 @@
 #include "hal/cpu/CpuDevice.h"
 #include "kernels/lora.h"
 #include "kernels/matmul.h"
+#include "kernels/qgemm.h"
 #include "kernels/qmatmul_problem.h"
 #include "kernels/quantize.h"
 
@@ -128,6 +129,9 @@ struct Case {
   int64_t M, maxRows, xStride, yStride;
   int threads;
   bool bias, accumulate, q8Second;
+  /// Packed: the weights come with their Panel16 copies, as fmc writes
+  /// them (WeightDesc::beside), which the kernel reads instead of making.
+  bool copies = false;
 };
 
 std::string caseName(const Case &c) {
@@ -138,7 +142,7 @@ std::string caseName(const Case &c) {
          " x stride " + std::to_string(c.xStride) + " y stride " +
          std::to_string(c.yStride) + " threads " + std::to_string(c.threads) +
          (c.bias ? " bias" : "") + (c.accumulate ? " accumulate" : "") +
-         (c.q8Second ? " q8" : "");
+         (c.q8Second ? " q8" : "") + (c.copies ? " copies" : "");
 }
 
 // Runs one case; returns the thread pool's dispatches during the run.
@@ -174,6 +178,17 @@ uint64_t runCase(const Case &c) {
   for (int64_t n = 0; n < N; ++n)
     bias[n] = 0.01f * float(n % 13) - 0.05f;
   const uint64_t biasOffset = weights.append(bias.data(), bias.size() * 4);
+  std::vector<uint64_t> copyAt;
+  if (packed && c.copies) {
+    int64_t row0 = 0;
+    for (int64_t rows : c.rows) {
+      const std::vector<uint8_t> copy = kernels::repackForGemm(
+          kernels::GemmLayout::Panel16, f, rows, K,
+          p.w.data() + row0 * kernels::packedRowBytes(f, K));
+      copyAt.push_back(weights.append(copy.data(), copy.size()));
+      row0 += rows;
+    }
+  }
 
   // Adapter 1 (f16, rank 8) on every weight but the last of three; adapter
   // 2 (rank 5, f16 or q8) on the first and the last. Each adapter's A's lie
@@ -253,6 +268,12 @@ uint64_t runCase(const Case &c) {
                                     : hal::WeightKind::F32;
     wd.format = f;
     wd.shape = {c.rows[i], K};
+    if (!copyAt.empty()) {
+      wd.beside.layout = kernels::kPanel16LayoutName;
+      wd.beside.offset = copyAt[i];
+      wd.beside.bytes = kernels::gemmPackedBytes(kernels::GemmLayout::Panel16, f,
+                                                 c.rows[i], K);
+    }
     d.weights.push_back(wd);
     off += wd.bytes;
     col += c.rows[i];
@@ -279,6 +300,8 @@ uint64_t runCase(const Case &c) {
   if (!queue.isOk())
     return 0;
   EXPECT_TRUE((*kernel)->beforeFirstRun(**queue).isOk());
+  if (!copyAt.empty())
+    EXPECT_EQ(device.gemmWeights().bytes(), 0u) << "a copy was made";
   rt::ThreadPool *pool = static_cast<hal::CpuQueue &>(**queue).pool();
   const uint64_t before = pool ? pool->dispatches() : 0;
   hal::Launch l;
@@ -343,6 +366,20 @@ TEST(LoraFused, EveryFormatDecodeAndPrefillMatchTheReference) {
         runCase(a);
         runCase(b);
       }
+}
+
+// Weights with their Panel16 copies in the artifact: prefill reads those
+// (no copy is made) and matches the reference, on panel-aligned segments
+// and off them (the row kernel).
+TEST(LoraFused, TheArtifactsCopiesAreReadInPlace) {
+  for (Base base : {Base::Q2, Base::Q4, Base::Q8})
+    for (int64_t M : {int64_t(1), int64_t(40)}) {
+      Case a{base, {64, 32, 64}, M, 40, 256, 160, 2, false, false, true};
+      Case b{base, {64, 40, 24}, M, 40, 260, 136, 2, true, true, false};
+      a.copies = b.copies = true;
+      runCase(a);
+      runCase(b);
+    }
 }
 
 TEST(LoraFused, OneDispatchPerRunOnTwoThreads) {
