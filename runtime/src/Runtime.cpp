@@ -123,10 +123,8 @@ uint64_t physicalMemory() {
   return ~uint64_t(0);
 }
 
-// The device's copies of packed weights for matmuls of several rows
-// (hal::Device::prefillCopyBytes), once per weight, over every program that
-// may run such a matmul or Moe: the most a session can make them hold (an
-// upper bound: a fused pair of weights may share one copy).
+// Whether `w` has a variant the device reads beside its rows (the CPU's
+// Panel16 copy written by fmc).
 bool hasBesideCopy(const fa::Weight &w, const hal::Device &device) {
   if (w.variants())
     for (const fa::WeightVariant *v : *w.variants())
@@ -136,6 +134,10 @@ bool hasBesideCopy(const fa::Weight &w, const hal::Device &device) {
   return false;
 }
 
+// The device's copies of packed weights for matmuls of several rows
+// (hal::Device::prefillCopyBytes), once per weight, over every program that
+// may run such a matmul or Moe: the most a session can make them hold (an
+// upper bound: a fused pair of weights may share one copy).
 uint64_t prefillCopyBytes(const ArtifactFile &a, const hal::Device &device) {
   const fa::Artifact &root = a.root();
   std::vector<bool> counted(root.weights()->size(), false);
