@@ -159,9 +159,10 @@ int main(int argc, char **argv) {
   const std::map<std::string, int> layers = {{"afm7", 56}, {"llama", 26}};
   const QuantFormat w2{2, 64, QuantGrid::Balanced}, w4{4, 32, QuantGrid::Balanced};
   const fm::kernels::GemmPath best = fm::kernels::gemmPathBest();
-  // The VNNI kernel beside AMX, and AVX2 (the kernel of CPUs without
-  // AVX-512, measured on this one) where it is not the best path.
+  // The VNNI kernel (beside AMX) and AVX2 (the kernel of CPUs without
+  // AVX-512, measured on this one), each where it is not the best path.
   const bool vnniColumn =
+      best != fm::kernels::GemmPath::Avx512Vnni &&
       fm::kernels::gemmPathAvailable(fm::kernels::GemmPath::Avx512Vnni);
   const bool avx2Column =
       best != fm::kernels::GemmPath::Avx2 &&
@@ -194,7 +195,7 @@ int main(int argc, char **argv) {
         std::printf(" %-18s", "w2 vnni int8x2");
       if (avx2Column)
         std::printf(" %-18s", "w4 avx2 int8x2");
-      std::printf(" | %-16s %-16s\n", "w2 old int8x2", "w4 old int8x2");
+      std::printf(" %-18s %-18s\n", "w2 old int8x2", "w4 old int8x2");
       for (const Shape &sh : shapes) {
         if (!only.empty() && only != sh.model)
           continue;

@@ -3,8 +3,9 @@
 // unpacked once into tile rows (16 outputs x 4 inputs per zmm), then a
 // micro-tile of 8 prepared x rows x 32 outputs runs one vpdpbusd (u8
 // quants x s8 activations broadcast) per tile row, row and panel, with the
-// 16 int32 accumulators in registers; the block's dots are then folded into
-// f32 outputs (qgemm_x86.h). A lone x row takes the matvec pass below.
+// 16 int32 accumulators in registers; each unit's dots are then folded into
+// f32 outputs (rangeBitsU, qgemm_x86.h). A lone x row takes the matvec pass
+// below.
 #include "kernels/qgemm_prepare.h"
 #include "kernels/qgemm_x86.h"
 
@@ -179,8 +180,8 @@ void matvecRange(const Params &p, int64_t m, int64_t p0, int64_t p1) {
 // llama's matrices, M 64, 1 thread) this took w4 g32 from 53% to 64% of
 // oneDNN with int8 x and from 31% to 40% with int8x2, w2 g64 from 70% to
 // 79% and 38% to 45%. The tile loop is unrolled by 2 only: fully unrolled
-// it measured 0.55-0.6x, and left to the compiler (which unrolls 8 tiles
-// fully) 0.88x at w4 g32.
+// it ran at 0.55-0.6x the speed of this, and left to the compiler (which
+// unrolls U = 32's 8 tiles fully) at 0.88x at w4 g32.
 template <int D, int Bits, int U, bool Centred>
 void rangeBitsU(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                 int64_t p1) {
@@ -234,12 +235,7 @@ void rangeBitsU(const Params &p, int64_t m0, int64_t m1, int64_t p0,
               const __m512i dot = K::combine<D>(dj, a.hiShift);
               float *out = acc + (m - m0) * 32 + 16 * j;
               if constexpr (Centred)
-                _mm512_storeu_ps(
-                    out, _mm512_fmadd_ps(
-                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                             _mm512_set1_ps(dx),
-                                             _mm512_set1_ps(negCentre * xs)),
-                             s[j], _mm512_loadu_ps(out)));
+                K::foldCentred(out, dot, dx, s[j], negCentre * xs);
               else
                 K::fold(out, dot, dx, s[j], groupEnd, mo[j], xs);
             }

@@ -1,6 +1,6 @@
 // Internal: the AVX-512 pieces the VNNI and AMX GEMM kernels share:
 // unpacking a Panel16 block into its 16 tile rows, a group's scales, and
-// the epilogue that folds one block's int32 dots into the f32 outputs.
+// the epilogue that folds a unit's int32 dots into the f32 outputs.
 // Include only from files built with AVX-512 (F, BW, VL) and F16C; members
 // of a template on the including file's Tag, so each file keeps its own
 // symbols.
@@ -72,6 +72,16 @@ template <typename Tag> struct X86 {
     if (groupEnd)
       a = _mm512_fmadd_ps(mo, _mm512_set1_ps(xs), a);
     _mm512_storeu_ps(acc, a);
+  }
+
+  /// acc (16 outputs) += s * (dot * dx + oxs), for a unit that is a whole
+  /// group of a balanced grid: oxs = (o - c) * xs, the grid offset of fold's
+  /// mo * xs taken into the first product (one multiply fewer).
+  static void foldCentred(float *acc, __m512i dot, float dx, __m512 s,
+                          float oxs) {
+    const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                     _mm512_set1_ps(dx), _mm512_set1_ps(oxs));
+    _mm512_storeu_ps(acc, _mm512_fmadd_ps(t, s, _mm512_loadu_ps(acc)));
   }
 
   /// y rows [m0, m1) x 16 * panels outputs starting at panel pi from acc
