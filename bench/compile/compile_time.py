@@ -67,10 +67,11 @@ def main():
     base = statistics.median(walls[args.fmc[0]])
     for fmc in args.fmc:
         m = statistics.median(walls[fmc])
-        # fmc's own summary: each bit width's relative RMS error, and its
-        # split of the time (import includes quantization).
+        # fmc's own summary: each bit width's relative RMS error, the CPU's
+        # GEMM copies (if any) and its split of the time (import includes
+        # quantization).
         summary = [l.strip() for l in reports[fmc].splitlines()
-                   if re.match(r"\s+(quantized|time)\s", l)]
+                   if re.match(r"\s+(quantized|cpu gemm|time)\s", l)]
         print("%s: median %.1f s (%.2fx the first), %s rounds; report: %s"
               % (fmc, m, m / base, len(walls[fmc]), " | ".join(summary)))
 
