@@ -252,13 +252,10 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                int64_t p1) {
   if (m1 - m0 == 1)
     return matvecRange<D, Bits>(p, m0, p0, p1);
-  const bool centred =
-      p.f.grid == QuantGrid::Balanced && p.act.unit == p.f.group;
-  if (p.act.unit == 32)
-    return centred ? rangeBitsU<D, Bits, 32, true>(p, m0, m1, p0, p1)
-                   : rangeBitsU<D, Bits, 32, false>(p, m0, m1, p0, p1);
-  return centred ? rangeBitsU<D, Bits, 64, true>(p, m0, m1, p0, p1)
-                 : rangeBitsU<D, Bits, 64, false>(p, m0, m1, p0, p1);
+  withUnit(p, [&](auto unit, auto centred) {
+    rangeBitsU<D, Bits, decltype(unit)::value, decltype(centred)::value>(
+        p, m0, m1, p0, p1);
+  });
 }
 
 template <int D>

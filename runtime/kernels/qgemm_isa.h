@@ -6,6 +6,7 @@
 #include "kernels/qgemm_layout.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__GNUC__)
 #define FM_GEMM_INLINE inline __attribute__((always_inline))
@@ -125,6 +126,24 @@ struct GemmIsa {
 inline bool usesPairTile(const GemmIsa &isa, QuantFormat f, bool int11) {
   return isa.pairTile && int11 && f.group == 32 &&
          f.grid == QuantGrid::Balanced && (f.bits == 2 || f.bits == 4);
+}
+
+/// Calls kernel(std::integral_constant<int, U>, std::bool_constant<Centred>)
+/// for p's unit U (32 or 64) and whether its folds are centred: a unit that
+/// is a whole group of a balanced grid (group 32 or 64) takes the grid
+/// offset into the fold's first product, acc += s (dx dot + (o - c) xs),
+/// instead of adding mo xs after it (one multiply fewer).
+template <class Kernel>
+FM_GEMM_INLINE void withUnit(const Params &p, Kernel &&kernel) {
+  const bool centred =
+      p.f.grid == QuantGrid::Balanced && p.act.unit == p.f.group;
+  using U32 = std::integral_constant<int, 32>;
+  using U64 = std::integral_constant<int, 64>;
+  if (p.act.unit == 32)
+    return centred ? kernel(U32{}, std::true_type{})
+                   : kernel(U32{}, std::false_type{});
+  return centred ? kernel(U64{}, std::true_type{})
+                 : kernel(U64{}, std::false_type{});
 }
 
 // Each is defined only where CMake compiles its file, and must only be
