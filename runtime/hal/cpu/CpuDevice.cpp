@@ -45,7 +45,8 @@ CpuDevice::CpuDevice() = default;
 std::string CpuDevice::description() const {
   return "cpu (" + std::string(kernels::kernelIsaName(kernels::kernelIsaBest())) +
          " kernels, " + kernels::qmatmulPathName() + " low-bit matmul, " +
-         std::to_string(std::thread::hardware_concurrency()) + " threads)";
+         std::to_string(std::thread::hardware_concurrency()) +
+         " hardware threads)";
 }
 
 Expected<std::unique_ptr<Buffer>> CpuDevice::allocate(uint64_t bytes,
