@@ -3,7 +3,9 @@
 // cycled through > LLC, as in a decode step that streams every layer from
 // DRAM), on 1 and 2 threads; the activation modes side by side (int8x2,
 // the default; int8; f32 on AVX-512) and f32 weights; and a prefill matmul
-// (M = 128, GFLOP/s).
+// (M = 128, GFLOP/s). Where the AVX-512 VNNI kernel takes its planes with
+// GFNI, the decode shapes also run its shift-and-mask version in the same
+// run (planes:1), the baseline of that change.
 //
 // Quants are random bytes with valid f16 scales: the kernels' speed does
 // not depend on the values, and packing 100+ MB through the quantizer's
@@ -72,7 +74,8 @@ void fillPacked(uint8_t *w, QuantFormat f, int64_t N, int64_t K,
 }
 
 // Args: M, N (out), K (in), bits (0 = f32 weights), group, threads, cold,
-// act (0 = int8x2, 1 = int8, 2 = f32 activations).
+// act (0 = int8x2, 1 = int8, 2 = f32 activations), planes (0 = qmatmul's
+// own path, 1 = qmatmulAvx512ShiftMaskOn).
 void BM_QMatmul(benchmark::State &state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const int bits = static_cast<int>(state.range(3));
@@ -81,6 +84,11 @@ void BM_QMatmul(benchmark::State &state) {
   const int threads = static_cast<int>(state.range(5));
   const bool cold = state.range(6) != 0;
   const QActivations act = static_cast<QActivations>(state.range(7));
+  const bool shiftMask = state.range(8) != 0;
+  if (shiftMask && !fm::kernels::qmatmulAvx512ShiftMaskAvailable()) {
+    state.SkipWithError("no AVX-512 VNNI kernel with GFNI planes here");
+    return;
+  }
   const int64_t weightBytes =
       bits ? N * static_cast<int64_t>(packedRowBytes(f, K)) : N * K * 4;
   const int64_t copies =
@@ -113,6 +121,9 @@ void BM_QMatmul(benchmark::State &state) {
       fm::kernels::matmulF32(x.data(), M, K,
                              reinterpret_cast<const float *>(wp), N, y.data(),
                              false, pool);
+    else if (shiftMask)
+      fm::kernels::qmatmulAvx512ShiftMaskOn(act, x.data(), M, K, wp, f, N,
+                                            y.data(), false, pool);
     else
       fm::kernels::qmatmul(x.data(), M, K, wp, f, N, y.data(), false, pool,
                            act);
@@ -127,46 +138,56 @@ void BM_QMatmul(benchmark::State &state) {
       iterations * 2.0 * M * N * K / 1e9, benchmark::Counter::kIsRate);
   std::string label =
       bits ? "w" + std::to_string(bits) + "g" + std::to_string(f.group) +
-                 " " + fm::kernels::qmatmulPathName() + "-" +
-                 fm::kernels::qActivationsName(act)
+                 " " +
+                 (shiftMask ? "avx512-shiftmask"
+                            : fm::kernels::qmatmulPathName()) +
+                 "-" + fm::kernels::qActivationsName(act)
            : std::string("f32 ") + fm::kernels::matmulPathName();
   state.SetLabel(label + (cold ? " cold" : " hot"));
 }
 
 void matvecShapes(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act"});
+  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act",
+               "planes"});
+  const bool shiftMask = fm::kernels::qmatmulAvx512ShiftMaskAvailable();
   for (int threads : {1, 2}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{2048, 2048},
                         {2048, 6656},
                         {6656, 2048}}) {
       for (int bits : {2, 4, 8})
-        for (int group : {32, 64})
-          b->Args({1, N, K, bits, group, threads, 1, 0});
+        for (int group : {32, 64}) {
+          b->Args({1, N, K, bits, group, threads, 1, 0, 0});
+          if (shiftMask && bits < 8) // the GFNI kernel's baseline
+            b->Args({1, N, K, bits, group, threads, 1, 0, 1});
+        }
       // The one-digit int8 baseline beside the default.
       for (int bits : {2, 4})
-        b->Args({1, N, K, bits, 32, threads, 1, 1});
-      b->Args({1, N, K, 0, 0, threads, 1, 0}); // f32 weights
+        b->Args({1, N, K, bits, 32, threads, 1, 1, 0});
+      b->Args({1, N, K, 0, 0, threads, 1, 0, 0}); // f32 weights
     }
     // Hot (cache-resident) 2048x2048 in every activation mode, and cold
     // f32 activations.
     for (int bits : {2, 4}) {
       for (int act : {0, 1, 2})
-        b->Args({1, 2048, 2048, bits, 64, threads, 0, act});
-      b->Args({1, 2048, 2048, bits, 64, threads, 1, 2});
+        b->Args({1, 2048, 2048, bits, 64, threads, 0, act, 0});
+      if (shiftMask)
+        b->Args({1, 2048, 2048, bits, 64, threads, 0, 0, 1});
+      b->Args({1, 2048, 2048, bits, 64, threads, 1, 2, 0});
     }
   }
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 void prefillShapes(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act"});
+  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act",
+               "planes"});
   for (int threads : {1, 2}) {
     for (int bits : {2, 4, 8})
       for (int act : {0, 1})
-        b->Args({128, 2048, 2048, bits, 64, threads, 0, act});
-    b->Args({128, 6656, 2048, 2, 64, threads, 0, 0});
-    b->Args({128, 2048, 6656, 2, 64, threads, 0, 0});
-    b->Args({128, 2048, 2048, 0, 0, threads, 0, 0}); // f32 weights
+        b->Args({128, 2048, 2048, bits, 64, threads, 0, act, 0});
+    b->Args({128, 6656, 2048, 2, 64, threads, 0, 0, 0});
+    b->Args({128, 2048, 6656, 2, 64, threads, 0, 0, 0});
+    b->Args({128, 2048, 2048, 0, 0, threads, 0, 0, 0}); // f32 weights
   }
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }

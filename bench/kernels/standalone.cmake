@@ -30,3 +30,13 @@ if(TARGET fm_quantize_reference)
     target_compile_options(fm-quantize-bench PRIVATE -O2 -Wall -Wextra)
   endif()
 endif()
+
+# fm-qmatvec-planes: the decode matvec with GFNI planes against its
+# shift-and-mask version, alternating in pairs.
+if(TARGET fm_kernels)
+  add_executable(fm-qmatvec-planes ${CMAKE_CURRENT_LIST_DIR}/qmatvec_planes.cpp)
+  target_link_libraries(fm-qmatvec-planes PRIVATE fm_kernels)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(fm-qmatvec-planes PRIVATE -O2 -Wall -Wextra)
+  endif()
+endif()

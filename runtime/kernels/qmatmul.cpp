@@ -33,6 +33,14 @@ bool cpuHasAvx512Vnni() {
   }();
   return vnni;
 }
+
+bool cpuHasGfni() {
+  static const bool gfni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("gfni") != 0;
+  }();
+  return gfni;
+}
 #endif
 
 const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
@@ -51,8 +59,10 @@ const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   case KernelIsa::Avx512:
     if (act == QActivations::F32)
       return qdetail::kQMatmulAvx512F32;
-    return cpuHasAvx512Vnni() ? qdetail::kQMatmulAvx512Vnni[pair]
-                              : qdetail::kQMatmulAvx2[pair];
+    if (!cpuHasAvx512Vnni())
+      return qdetail::kQMatmulAvx2[pair];
+    return cpuHasGfni() ? qdetail::kQMatmulAvx512VnniGfni[pair]
+                        : qdetail::kQMatmulAvx512Vnni[pair];
 #endif
 #if defined(FM_KERNELS_NEON)
   case KernelIsa::Neon:
@@ -170,7 +180,32 @@ const char *qActivationsName(QActivations a) {
   return "?";
 }
 
-const char *qmatmulPathName() { return kernelIsaName(kernelIsaBest()); }
+const char *qmatmulPathName() {
+  return isaTable(kernelIsaBest(), QActivations::Int8x2).name;
+}
+
+bool qmatmulAvx512ShiftMaskAvailable() {
+#if defined(FM_KERNELS_X86)
+  return kernelIsaAvailable(KernelIsa::Avx512) && cpuHasAvx512Vnni() &&
+         cpuHasGfni();
+#else
+  return false;
+#endif
+}
+
+void qmatmulAvx512ShiftMaskOn(QActivations act, const float *x, int64_t M,
+                              int64_t K, const uint8_t *w, QuantFormat f,
+                              int64_t N, float *y, bool accumulate,
+                              fm::rt::ThreadPool *pool) {
+  assert(qmatmulAvx512ShiftMaskAvailable() && act != QActivations::F32);
+  const QMatmulIsa *isa = &qdetail::kQMatmulGeneric;
+#if defined(FM_KERNELS_X86)
+  // Never run instructions this CPU lacks, even when asserts are off.
+  if (qmatmulAvx512ShiftMaskAvailable() && act != QActivations::F32)
+    isa = &qdetail::kQMatmulAvx512Vnni[act == QActivations::Int8 ? 1 : 0];
+#endif
+  run(*isa, x, M, K, w, f, N, y, accumulate, pool, nullptr);
+}
 
 void qmatmulOn(KernelIsa path, QActivations act, const float *x, int64_t M,
                int64_t K, const uint8_t *w, QuantFormat f, int64_t N, float *y,

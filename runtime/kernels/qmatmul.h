@@ -93,8 +93,24 @@ void qmatmulBlock(const float *x, const uint8_t *prepared, int64_t K,
                   bool accumulate, QActivations act, int64_t m0, int64_t m1,
                   int64_t n0, int64_t n1);
 
-/// The name of the path qmatmul uses, e.g. "avx512".
+/// The name of the path qmatmul uses, e.g. "avx512", or "avx512-gfni"
+/// where the AVX-512 VNNI kernel takes its 2- and 4-bit planes out of the
+/// weight bytes with GFNI's vgf2p8affineqb (one instruction, against a
+/// shift and a mask).
 const char *qmatmulPathName();
+
+/// Whether this CPU runs the AVX-512 VNNI kernel with GFNI planes, and so
+/// has the shift-and-mask one beside it to compare against.
+bool qmatmulAvx512ShiftMaskAvailable();
+
+/// qmatmulOn(KernelIsa::Avx512, act, ...) with the planes split by shift
+/// and mask, as on a CPU without GFNI (act Int8x2 or Int8); only where
+/// qmatmulAvx512ShiftMaskAvailable(). For tests (the two agree bit for bit)
+/// and benchmarks (the baseline beside the GFNI kernel).
+void qmatmulAvx512ShiftMaskOn(QActivations act, const float *x, int64_t M,
+                              int64_t K, const uint8_t *w, QuantFormat f,
+                              int64_t N, float *y, bool accumulate,
+                              fm::rt::ThreadPool *pool);
 
 /// qmatmul on an explicit path, which must be available
 /// (kernelIsaAvailable); for tests and benchmarks. Avx512 takes vpdpbusd

@@ -18,6 +18,7 @@ struct V {
   // vpmaddubsw saturates int16: 255 * 127 * 2 does not fit, so 8-bit
   // quants are made signed and the sign moved onto x (|q - 128| <= 128).
   static constexpr int kOffset8 = 128;
+  static constexpr const char *kName = "avx2";
 
   static Q loadW(const uint8_t *p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));

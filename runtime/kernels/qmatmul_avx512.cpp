@@ -1,91 +1,14 @@
 // AVX-512 VNNI qmatmul (built with -mavx512f -mavx512bw -mavx512vl
 // -mavx512vnni): int8 activations (one or two digits), 64 quant bytes per
-// step, one vpdpbusd (u8 quants x s8 activations) per plane and digit.
-#include "kernels/qmatmul_impl.h"
-
-#include <immintrin.h>
+// step, one vpdpbusd (u8 quants x s8 activations) per plane and digit; the
+// planes split by shift and mask. qmatmul_avx512_gfni.cpp is the same
+// kernel for CPUs with GFNI as well.
+#include "kernels/qmatmul_avx512_v.h"
 
 namespace fm::kernels::qdetail {
-namespace avx512vnni {
-namespace {
-
-struct V {
-  using Q = __m512i;
-  using I = __m512i;
-  using F = __m512;
-  static constexpr int kBytes = 64, kLanes = 16;
-  static constexpr int kOffset8 = 0;
-
-  static Q loadW(const uint8_t *p) { return _mm512_loadu_si512(p); }
-  static Q loadWPartial(const uint8_t *p, int n) {
-    return _mm512_maskz_loadu_epi8(_cvtu64_mask64(~0ull >> (64 - n)), p);
-  }
-  template <int Bits, int J> static Q plane(Q w) {
-    if constexpr (Bits == 8) {
-      return w;
-    } else {
-      const I mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
-      if constexpr (J == 0)
-        return _mm512_and_si512(w, mask);
-      else
-        return _mm512_and_si512(_mm512_srli_epi16(w, Bits * J), mask);
-    }
-  }
-  static I izero() { return _mm512_setzero_si512(); }
-  static I shl8(I v) { return _mm512_slli_epi32(v, 8); }
-  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
-  template <int Bits> static I dot(I acc, const Q *planes, const int8_t *x) {
-    acc = _mm512_dpbusd_epi32(acc, planes[0], _mm512_loadu_si512(x));
-    if constexpr (Bits <= 4)
-      acc = _mm512_dpbusd_epi32(acc, planes[1], _mm512_loadu_si512(x + 64));
-    if constexpr (Bits == 2) {
-      acc = _mm512_dpbusd_epi32(acc, planes[2], _mm512_loadu_si512(x + 128));
-      acc = _mm512_dpbusd_epi32(acc, planes[3], _mm512_loadu_si512(x + 192));
-    }
-    return acc;
-  }
-  static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
-  static F load(const float *p) { return _mm512_loadu_ps(p); }
-  static F zero() { return _mm512_setzero_ps(); }
-  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static F fmsub(F a, F b, F c) { return _mm512_fmsub_ps(a, b, c); }
-  static float hsum(F v) { return _mm512_reduce_add_ps(v); }
-
-  using Spread = __m512i;
-  static Spread spread(int lanesPerGroup) {
-    alignas(64) int idx[16];
-    for (int i = 0; i < 16; ++i)
-      idx[i] = i / lanesPerGroup;
-    return _mm512_load_si512(idx);
-  }
-  static F scales(const uint8_t *p, int count, Spread s) {
-    __m256i h =
-        _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << count) - 1), p);
-    return _mm512_permutexvar_ps(s, _mm512_cvtph_ps(h));
-  }
-  static float dotHalf(const uint16_t *h, const float *f, int64_t n) {
-    F acc = zero();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-      acc = fma(_mm512_cvtph_ps(_mm256_loadu_si256(
-                    reinterpret_cast<const __m256i *>(h + i))),
-                _mm512_loadu_ps(f + i), acc);
-    if (i < n) {
-      __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-      acc = fma(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)),
-                _mm512_maskz_loadu_ps(m, f + i), acc);
-    }
-    return hsum(acc);
-  }
-  static void prefetchL2(const uint8_t *p) {
-    _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T1);
-  }
-};
-
-} // namespace
-} // namespace avx512vnni
 
 const QMatmulIsa kQMatmulAvx512Vnni[2] = {
-    IsaPair<avx512vnni::V>::kTables[0], IsaPair<avx512vnni::V>::kTables[1]};
+    IsaPair<avx512vnni::V<false>>::kTables[0],
+    IsaPair<avx512vnni::V<false>>::kTables[1]};
 
 } // namespace fm::kernels::qdetail

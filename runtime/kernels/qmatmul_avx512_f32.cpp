@@ -188,6 +188,7 @@ void range(const Params &p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
 } // namespace avx512f32
 
 const QMatmulIsa kQMatmulAvx512F32 = {&avx512f32::prepare, &avx512f32::range,
-                                      &avx512f32::preparedRowBytes};
+                                      &avx512f32::preparedRowBytes,
+                                      "avx512-f32"};
 
 } // namespace fm::kernels::qdetail

@@ -92,6 +92,7 @@ void rangeGeneric(const Params &p, int64_t m0, int64_t m1, int64_t n0,
 
 } // namespace
 
-const QMatmulIsa kQMatmulGeneric = {nullptr, &rangeGeneric, nullptr};
+const QMatmulIsa kQMatmulGeneric = {nullptr, &rangeGeneric, nullptr,
+                                     "generic"};
 
 } // namespace fm::kernels::qdetail

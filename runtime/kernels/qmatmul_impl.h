@@ -4,6 +4,7 @@
 //
 // V provides (Q: vector of quant bytes, I: int32 vector, F: f32 vector,
 // kLanes = kBytes / 4 lanes):
+//   kName               the path's name (qmatmulPathName)
 //   kBytes              quant bytes per step (64, 32 or 16)
 //   kOffset8            o subtracted from 8-bit quants (0: u8 x s8 dots)
 //   loadW(p), loadWPartial(p, n)           kBytes of quants (zero-filled)
@@ -368,8 +369,10 @@ void range(const Params &p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
 /// An ISA's pair of tables: [0] Int8x2 activations, [1] Int8.
 template <class V> struct IsaPair {
   static constexpr QMatmulIsa kTables[2] = {
-      {&prepareRow<V::kOffset8, 2>, &range<V, 2>, &preparedRowBytes<2>},
-      {&prepareRow<V::kOffset8, 1>, &range<V, 1>, &preparedRowBytes<1>}};
+      {&prepareRow<V::kOffset8, 2>, &range<V, 2>, &preparedRowBytes<2>,
+       V::kName},
+      {&prepareRow<V::kOffset8, 1>, &range<V, 1>, &preparedRowBytes<1>,
+       V::kName}};
 };
 
 } // namespace fm::kernels::qdetail

@@ -99,6 +99,8 @@ struct QMatmulIsa {
   RangeFn range;
   /// Bytes of one prepared row (with `prepare`).
   int64_t (*preparedRowBytes)(QuantFormat f, int64_t K);
+  /// What qmatmulPathName() says when this table runs, e.g. "avx512-gfni".
+  const char *name;
 };
 
 // Each is defined only where CMake compiles its file (FM_KERNELS_X86 /
@@ -107,6 +109,9 @@ struct QMatmulIsa {
 extern const QMatmulIsa kQMatmulGeneric;
 extern const QMatmulIsa kQMatmulAvx2[2];
 extern const QMatmulIsa kQMatmulAvx512Vnni[2];
+// kQMatmulAvx512Vnni with its planes through vgf2p8affineqb (AVX512-VNNI
+// and GFNI).
+extern const QMatmulIsa kQMatmulAvx512VnniGfni[2];
 extern const QMatmulIsa kQMatmulAvx512F32;
 extern const QMatmulIsa kQMatmulNeon[2];
 

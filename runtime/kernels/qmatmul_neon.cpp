@@ -18,6 +18,7 @@ struct V {
   using F = float32x4_t;
   static constexpr int kBytes = 16, kLanes = 4;
   static constexpr int kOffset8 = 128;
+  static constexpr const char *kName = "neon";
 
   static Q loadW(const uint8_t *p) { return vreinterpretq_s8_u8(vld1q_u8(p)); }
   static Q loadWPartial(const uint8_t *p, int n) {

@@ -124,6 +124,43 @@ TEST(QMatmul, PathsMatchGeneric) {
   std::printf("  %d (path, format, shape, accumulate) cases\n", checked);
 }
 
+// Where the CPU has GFNI, the AVX-512 VNNI kernel takes its 2- and 4-bit
+// planes out of the weight bytes with vgf2p8affineqb: the same bytes as a
+// shift and a mask, so the same outputs bit for bit, for every format, the
+// matvec (M = 1, the decode kernel) and the prefill tiles, both activation
+// modes, 1 and 2 threads.
+TEST(QMatmul, GfniPlanesMatchShiftAndMask) {
+  if (!qmatmulAvx512ShiftMaskAvailable())
+    GTEST_SKIP() << "no AVX512-VNNI with GFNI on this CPU (qmatmul path "
+                 << qmatmulPathName() << ")";
+  EXPECT_STREQ(qmatmulPathName(), "avx512-gfni");
+  uint32_t seed = 3000;
+  int checked = 0;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t M : {int64_t(1), int64_t(4)})
+      for (int64_t K : {int64_t(f.group), 3 * int64_t(f.group),
+                        std::max<int64_t>(512, 2 * f.group)})
+        for (int64_t N : {int64_t(5), int64_t(67)}) {
+          Problem p(f, M, K, N, seed++);
+          for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+            for (int threads : {1, 2}) {
+              const std::vector<float> gfni =
+                  p.run(KernelIsa::Avx512, true, threads, act);
+              std::vector<float> shiftMask = p.y0;
+              qmatmulAvx512ShiftMaskOn(act, p.x.data(), M, K, p.w.data(), f, N,
+                                       shiftMask.data(), true,
+                                       poolOf(threads));
+              for (int64_t i = 0; i < M * N; ++i)
+                ASSERT_EQ(gfni[i], shiftMask[i])
+                    << formatName(f) << " " << qActivationsName(act)
+                    << " M=" << M << " K=" << K << " N=" << N
+                    << " threads=" << threads << " at " << i;
+              ++checked;
+            }
+        }
+  std::printf("  %d (format, shape, activations, threads) cases\n", checked);
+}
+
 TEST(QMatmul, DispatchedIsBestPath) {
   const QuantFormat f{2, 64, QuantGrid::Balanced};
   Problem p(f, 3, 256, 40, 5);

@@ -15,12 +15,14 @@ target_sources(fm_kernels PRIVATE
 
 # Instruction-set paths, each in its own file with its own flags; qmatmul.cpp
 # picks one at run time (kernels/isa.h, plus __builtin_cpu_supports for
-# VNNI). FM_KERNELS_X86 / FM_KERNELS_NEON come from runtime/CMakeLists.txt.
+# VNNI and GFNI). FM_KERNELS_X86 / FM_KERNELS_NEON come from
+# runtime/CMakeLists.txt.
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
    CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   target_sources(fm_kernels PRIVATE
     ${_fm_quant_dir}/qmatmul_avx2.cpp
     ${_fm_quant_dir}/qmatmul_avx512.cpp
+    ${_fm_quant_dir}/qmatmul_avx512_gfni.cpp
     ${_fm_quant_dir}/qmatmul_avx512_f32.cpp
     ${_fm_quant_dir}/quantize_avx2.cpp
     ${_fm_quant_dir}/quantize_avx512.cpp)
@@ -34,6 +36,10 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
     DIRECTORY ${_fm_kernels_dir}
     PROPERTIES COMPILE_OPTIONS
       "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mf16c;-mfma")
+  set_source_files_properties(${_fm_quant_dir}/qmatmul_avx512_gfni.cpp
+    DIRECTORY ${_fm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mgfni;-mf16c;-mfma")
   set_source_files_properties(${_fm_quant_dir}/qmatmul_avx512_f32.cpp
     DIRECTORY ${_fm_kernels_dir}
     PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mf16c;-mfma")
