@@ -2,7 +2,7 @@
 // qmatmul_avx512.cpp (planes split by shift and mask) and
 // qmatmul_avx512_gfni.cpp (built with -mgfni as well: a 2- or 4-bit plane
 // other than the lowest is one vgf2p8affineqb instead of a shift and a
-// mask). Include only from those two files, after <immintrin.h>; each
+// mask). Include only from those two files; each
 // instantiates V in its own anonymous namespace, with its own flags.
 #pragma once
 
