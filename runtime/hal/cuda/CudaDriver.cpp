@@ -2,6 +2,7 @@
 #include "hal/cuda/CudaDriver.h"
 
 #include <dlfcn.h>
+#include <atomic>
 #include <mutex>
 
 namespace fm::hal::cuda {
@@ -86,7 +87,15 @@ Loaded load() {
 
 } // namespace
 
+namespace {
+std::atomic<const DriverApi *> gTestDriver{nullptr};
+} // namespace
+
+void setDriverForTests(const DriverApi *api) { gTestDriver.store(api); }
+
 Expected<const DriverApi *> driver() {
+  if (const DriverApi *api = gTestDriver.load())
+    return api;
   static Loaded *loaded = nullptr;
   static std::once_flag once;
   std::call_once(once, [] { loaded = new Loaded(load()); }); // never freed

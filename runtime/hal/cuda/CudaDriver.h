@@ -102,6 +102,12 @@ struct DriverApi {
 /// CUDA_ERROR_NO_DEVICE ...").
 Expected<const DriverApi *> driver();
 
+/// Makes driver() return `api` from now on (null: the process's libcuda
+/// again), so that the device registry and `LoadOptions::device = "cuda"`
+/// open on it: the tests' CUDA emulator (test/unit/cuda/emu). `api` must
+/// outlive every device opened on it.
+void setDriverForTests(const DriverApi *api);
+
 /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for an error code.
 std::string errorText(const DriverApi &api, CUresult r);
 

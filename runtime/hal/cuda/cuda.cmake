@@ -97,11 +97,30 @@ endif()
 if(FM_BUILD_TESTS)
   find_package(GTest REQUIRED)
   set(_fm_cuda_test_dir ${CMAKE_SOURCE_DIR}/test/unit/cuda)
+  # The CUDA block emulator (test/unit/cuda/emu): every kernels/*.cu built
+  # for the host too, each kernel registered under the name its PTX gives,
+  # so that the Gpu tests run here on host threads (runtime.cuda.emulated).
+  set(_fm_cuda_emu_src "")
+  foreach(k IN LISTS FM_CUDA_KERNELS)
+    set(src ${_fm_cuda_out}/emu_${k}.cpp)
+    add_custom_command(OUTPUT ${src}
+      COMMAND ${CMAKE_COMMAND} -DCU=${_fm_cuda_dir}/kernels/${k}.cu
+              -DPTX=${_fm_cuda_out}/${k}.ptx -DOUT=${src}
+              -P ${_fm_cuda_test_dir}/emu/emu_kernels.cmake
+      DEPENDS ${_fm_cuda_out}/${k}.ptx ${_fm_cuda_test_dir}/emu/emu_kernels.cmake
+      COMMENT "CUDA emulator: kernels/${k}.cu for the host"
+      VERBATIM)
+    list(APPEND _fm_cuda_emu_src ${src})
+  endforeach()
+  set_source_files_properties(${_fm_cuda_emu_src} PROPERTIES
+    COMPILE_DEFINITIONS FM_CUDA_EMU=1 COMPILE_OPTIONS "-Wno-unused-parameter")
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
     ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp
-    ${_fm_cuda_test_dir}/graph_test.cpp)
+    ${_fm_cuda_test_dir}/graph_test.cpp ${_fm_cuda_test_dir}/emu/CudaEmu.cpp
+    ${_fm_cuda_emu_src})
   target_include_directories(fm_cuda_test PRIVATE
-    ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime)
+    ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime
+    ${_fm_cuda_test_dir}/emu)
   target_link_libraries(fm_cuda_test PRIVATE fm_runtime fm_hal fm_schema
     GTest::gtest_main ${CMAKE_DL_LIBS})
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
@@ -110,6 +129,10 @@ if(FM_BUILD_TESTS)
   add_test(NAME runtime.cuda.nodriver COMMAND fm_cuda_test
     --gtest_filter=NoDriver.*)
   add_test(NAME runtime.cuda.gpu COMMAND fm_cuda_test --gtest_filter=Gpu*)
+  # The same tests on the block emulator: the kernels' source on host
+  # threads behind an emulated driver (no GPU, no PTX run).
+  add_test(NAME runtime.cuda.emulated COMMAND fm_cuda_test --gtest_filter=Gpu*)
+  set_tests_properties(runtime.cuda.emulated PROPERTIES ENVIRONMENT FM_CUDA_EMULATE=1)
   # Generated code's launch metadata against its PTX (no driver needed).
   add_test(NAME runtime.cuda.ptx-metadata COMMAND fm_cuda_test
     --gtest_filter=CudaPtx.*)

@@ -6,7 +6,9 @@
 //    kernels launched directly) against qmatmulOn(Generic), attentionOn
 //    (Generic), dequantizeRow and plain loops; an artifact's logits on cuda
 //    against the CPU device's. Print "skipped: no CUDA device" and skip
-//    without a GPU.
+//    without a GPU. With FM_CUDA_EMULATE set (runtime.cuda.emulated) they
+//    run on the block emulator instead (emu/CudaEmu.h): the kernels' own
+//    source on host threads behind an emulated driver.
 //  - CudaPtx.*: the launch metadata of generated code (fmc --target cuda)
 //    read and checked against the PTX's .entry parameter lists, with no
 //    driver: hand-made executables, and the artifact that
@@ -14,6 +16,7 @@
 //  - DISABLED_Bench.*: achieved bandwidth of the matvec kernels against a
 //    device-to-device copy measured beside them (scripts/gpu-check.sh).
 #include "ArtifactBuilder.h"
+#include "CudaEmu.h"
 #include "fm/artifact.h"
 #include "fm/runtime.h"
 #include "hal/Registry.h"
@@ -268,6 +271,7 @@ TEST(CudaPtx, CompiledArtifactLoadsWithoutADriver) {
 class Gpu : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
+    fm_cuda_emu::installIfAsked(); // runtime.cuda.emulated
     auto d = CudaDevice::open(0);
     if (d) {
       device_ = d->release();
@@ -801,9 +805,10 @@ TEST_F(Gpu, ModelLogitsMatchTheCpu) {
                                        {4, 64, QuantGrid::Balanced});
   const uint32_t W2 = b.addQuantWeight("w2", V, Hd, randoms(size_t(V * Hd), 53, 0.1f),
                                        {2, 32, QuantGrid::Affine});
-  const uint32_t dx = 0, dh = Hd * 4, dl = 2 * Hd * 4;
+  // The arena in floats: x, h and the logits, 8 rows each (the prefill's).
+  const uint32_t rows = 8, dx = 0, dh = rows * Hd, dl = 2 * rows * Hd;
   for (const char *phase : {"decode", "prefill"})
-    b.addProgram(phase, std::string(phase) == "decode" ? 1 : 8, 64,
+    b.addProgram(phase, std::string(phase) == "decode" ? 1 : rows, dl + rows * V,
                  test::buf(dl, uint32_t(V), uint32_t(V)), false,
                  {b.embed(E, test::buf(dx, uint32_t(Hd), uint32_t(Hd))),
                   b.matmul(test::buf(dx, uint32_t(Hd), uint32_t(Hd)), {W1},
@@ -836,6 +841,59 @@ TEST_F(Gpu, ModelLogitsMatchTheCpu) {
   ASSERT_FALSE(cpu.empty());
   for (size_t i = 0; i < cpu.size(); ++i)
     ASSERT_NEAR(gpu[i], cpu[i], 1e-4 + 1e-4 * std::fabs(cpu[i])) << i;
+}
+
+// Decode steps with CUDA graphs (each step's segment captured, then
+// instantiated and replayed) against the same steps launched directly: the
+// same logits token by token, and the replays counted. On the emulator this
+// runs the capture, update and replay of real kernels.
+TEST_F(Gpu, DecodeGraphsMatchDirectLaunches) {
+  test::ArtifactBuilder b;
+  const int64_t V = 64, Hd = 128;
+  b.vocab = uint32_t(V);
+  b.hidden = uint32_t(Hd);
+  const uint32_t E = b.addWeight("e", {V, Hd}, randoms(size_t(V * Hd), 61));
+  const uint32_t W = b.addQuantWeight("w", V, Hd, randoms(size_t(V * Hd), 62, 0.1f),
+                                      {4, 32, QuantGrid::Balanced});
+  b.addProgram("decode", 1, 2 * Hd + V, test::buf(2 * Hd, uint32_t(V), uint32_t(V)), false,
+               {b.embed(E, test::buf(0, uint32_t(Hd), uint32_t(Hd))),
+                b.matmul(test::buf(0, uint32_t(Hd), uint32_t(Hd)), {W},
+                         test::buf(2 * Hd, uint32_t(V), uint32_t(V)), uint32_t(Hd),
+                         uint32_t(V))});
+  const std::vector<uint8_t> file = b.finish();
+  const std::vector<int32_t> tokens = {3, 17, 17, 40, 2, 63};
+  auto decode = [&](bool graphs, SessionStats &stats) {
+    LoadOptions o;
+    o.device = "cuda";
+    o.cudaGraphs = graphs;
+    auto m = Model::loadFromBuffer(file.data(), file.size(), "m.fmb", o);
+    EXPECT_TRUE(m.isOk()) << m.message();
+    std::vector<float> out;
+    if (!m)
+      return out;
+    SessionOptions so;
+    so.activations = SessionOptions::Activations::F32;
+    Session s(*m, so);
+    for (int32_t t : tokens) {
+      auto l = s.decode(t);
+      EXPECT_TRUE(l.isOk()) << l.message();
+      if (!l)
+        return out;
+      out.insert(out.end(), *l, *l + V);
+    }
+    stats = s.stats();
+    return out;
+  };
+  SessionStats withGraphs, direct;
+  const std::vector<float> a = decode(true, withGraphs), d = decode(false, direct);
+  ASSERT_EQ(a.size(), tokens.size() * V);
+  ASSERT_EQ(a, d) << "graph replay changed the logits";
+  EXPECT_GT(withGraphs.graphLaunches, 0);
+  EXPECT_EQ(direct.graphLaunches, 0);
+  EXPECT_GT(direct.directLaunches, 0);
+  // Different tokens gave different rows: the replays read each new token.
+  EXPECT_NE(std::vector<float>(a.begin(), a.begin() + V),
+            std::vector<float>(a.begin() + V, a.begin() + 2 * V));
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 // Device helpers shared by the hand-written CUDA kernels: f16 bits to f32,
 // warp reductions, the dp4a instruction. Written as inline PTX so that the
-// kernels need only clang's CUDA mode, not cuda_fp16.h or nvcc.
+// kernels need only clang's CUDA mode, not cuda_fp16.h or nvcc. Compiled
+// for the host instead (FM_CUDA_EMU: the block emulator of
+// test/unit/cuda/emu), the PTX is replaced by the emulator's equivalents.
 #pragma once
 
 #include <stdint.h>
@@ -10,9 +12,13 @@ namespace fm_cuda {
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ __forceinline__ float halfBitsToFloat(uint16_t h) {
+#ifdef FM_CUDA_EMU
+  return fm_cuda_emu::halfToFloat(h);
+#else
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
+#endif
 }
 
 __device__ __forceinline__ float warpSum(float v) {
@@ -32,9 +38,15 @@ __device__ __forceinline__ float warpMax(float v) {
 /// Sum over the four byte products of a (unsigned bytes) and b (signed
 /// bytes), plus c: PTX dp4a.u32.s32 (sm_61 and newer).
 __device__ __forceinline__ int dp4a(uint32_t a, int32_t b, int32_t c) {
+#ifdef FM_CUDA_EMU
+  for (int i = 0; i < 4; ++i)
+    c += int(uint8_t(a >> (8 * i))) * int(int8_t(uint32_t(b) >> (8 * i)));
+  return c;
+#else
   int d;
   asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
+#endif
 }
 
 /// Sum over all threads of a block of `blockDim.x` (a multiple of 32, at

@@ -34,6 +34,19 @@ static_assert(kGemmThreads == 256, "8 warps as 2 x 4 (gemmWarpRow/Col)");
 // distinct banks.
 constexpr int kLd = kBK + 8;
 
+#ifdef FM_CUDA_EMU // the block emulator's equivalents (common.cuh)
+__device__ __forceinline__ uint16_t floatToHalfBits(float f) {
+  return fm_cuda_emu::floatToHalf(f);
+}
+__device__ __forceinline__ float reciprocal(float s) { return 1.0f / s; }
+__device__ __forceinline__ uint32_t pairAt(const uint16_t *p) {
+  return __ldg(p) | uint32_t(__ldg(p + 1)) << 16;
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  fm_cuda_emu::mma16816(c, a, b);
+}
+#else
 __device__ __forceinline__ uint16_t floatToHalfBits(float f) {
   uint16_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -58,6 +71,7 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif
 
 // The warp's 2 x 2 x 2 mma.sync over one k step of 32: its 32 x 16
 // sub-tile at (wm, wn) of the block's tile, added into c.
