@@ -18,7 +18,9 @@ set -uo pipefail
 
 if [ "${1:-}" = "--prepare" ]; then
   BUILD=$2; OUT=$3
-  bin=$(find "$BUILD" -name fm_cuda_test -type f -perm -u+x | head -1)
+  # BUILD's own (bin/), before any build nested inside it.
+  bin=$BUILD/bin/fm_cuda_test
+  [ -x "$bin" ] || bin=$(find "$BUILD" -name fm_cuda_test -type f -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "gpu-check: no fm_cuda_test under $BUILD (ninja fm_cuda_test)"; exit 1; }
   rm -rf "$OUT" && mkdir -p "$OUT/lib" "$OUT/ptx"
   cp "$bin" "$OUT/"
@@ -29,7 +31,7 @@ if [ "${1:-}" = "--prepare" ]; then
   # not matter; libcuda.so.1 comes from the host at run time).
   ldd "$bin" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' |
     while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
-  cp $(find "$BUILD" -path '*hal/cuda/*.ptx') "$OUT/ptx/"
+  cp $(find "$BUILD" -maxdepth 4 -path '*/runtime/hal/cuda/*.ptx') "$OUT/ptx/"
   cp "$(dirname "$0")/check-ptx.sh" "$OUT/"
   du -sh "$OUT"
   exit 0

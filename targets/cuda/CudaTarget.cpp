@@ -58,6 +58,9 @@ public:
     return llvm::StringSwitch<bool>(op)
         .Cases("fmk.embed", "fmk.matmul", "fmk.attention", "fmk.moe", true)
         .Cases("fmk.take_last", "fmk.all_reduce", true)
+        // The image encoders' kernels (runtime/hal/cuda/CudaVision.cpp).
+        .Cases("fmk.patch_embed", "fmk.layer_norm", "fmk.vit_attention", true)
+        .Cases("fmk.conv3x3", "fmk.avg_pool", true)
         .Default(false);
   }
   void buildKernelPipeline(mlir::OpPassManager &pm) const override {

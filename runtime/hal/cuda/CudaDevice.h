@@ -157,6 +157,12 @@ public:
   Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
   Expected<std::unique_ptr<Kernel>>
   prepareAllReduce(const AllReduceDesc &) override;
+  // The image encoders' kernels (CudaVision.cpp).
+  Expected<std::unique_ptr<Kernel>> preparePatchEmbed(const PatchEmbedDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareLayerNorm(const LayerNormDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareVitAttention(const VitAttentionDesc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareConv3x3(const Conv3x3Desc &) override;
+  Expected<std::unique_ptr<Kernel>> prepareAvgPool(const AvgPoolDesc &) override;
 
   // For the kernels (CudaKernels.cpp) and the GPU tests.
   const DriverApi &api() const { return api_; }

@@ -63,6 +63,13 @@ public:
           .add(tokens_->ptr()).add(out_ + CUdeviceptr(r0 * stride_ * 4))
           .add(stride_).add(int(width_));
       dev_.launch(fn_, {unsigned(n)}, {256}, p, q);
+      // A VLM's image tokens: their host rows over what the gather wrote
+      // (each copy goes after the pending segment, so after the gather).
+      for (int64_t r = r0; l.embedRows && r < r0 + n; ++r)
+        if (l.embedRows[r])
+          FM_RETURN_IF_ERROR(q.copyFromHost(out_ + CUdeviceptr(r * stride_ * 4),
+                                            l.embedRows[r], uint64_t(width_) * 4,
+                                            "image token rows"));
     }
     return Status::ok();
   }
@@ -148,6 +155,18 @@ public:
       part.fn = *fn;
       k->parts_.push_back(part);
     }
+    // The image encoders' epilogue: y = act(y + bias) after the parts.
+    if (d.bias.present() || d.activation != Activation::None) {
+      auto fn = dev.function("fm_bias_act");
+      if (!fn)
+        return fn.status();
+      k->biasAct_ = *fn;
+      k->bias_ = d.bias.present() ? devicePtr(d.bias.buffer, d.bias.offset) : 0;
+      static_assert(int(Activation::Gelu) == 1 && int(Activation::GeluTanh) == 2 &&
+                        int(Activation::QuickGelu) == 3,
+                    "fm_bias_act's act codes");
+      k->act_ = int(d.activation);
+    }
     if (dp4a) {
       auto fn = dev.function("fm_quantize_x_q8");
       if (!fn)
@@ -195,6 +214,11 @@ public:
       dev_.launch(part.fn, {blocks(part.rows, kMatvecRows), M}, {kMatvecThreads}, p,
                   q);
     }
+    if (biasAct_) {
+      LaunchParams p;
+      p.add(y_).add(yStride_).add(int(n_)).add(bias_).add(act_);
+      dev_.launch(biasAct_, {M}, {256}, p, q);
+    }
     return Status::ok();
   }
 
@@ -208,12 +232,15 @@ private:
   };
   MatmulKernel(CudaDevice &dev, const MatmulDesc &d)
       : dev_(dev), x_(rowsPtr(d.x)), y_(rowsPtr(d.y)), xStride_(d.x.stride),
-        yStride_(d.y.stride), k_(d.k), accumulate_(d.accumulate) {}
+        yStride_(d.y.stride), k_(d.k), n_(d.n), accumulate_(d.accumulate) {}
   CudaDevice &dev_;
   std::vector<Part> parts_;
   CUdeviceptr x_, y_;
-  int64_t xStride_, yStride_, k_;
+  int64_t xStride_, yStride_, k_, n_;
   bool accumulate_;
+  CUfunction biasAct_ = nullptr; // the epilogue, where there is a bias or an activation
+  CUdeviceptr bias_ = 0;
+  int act_ = 0;
   CUfunction quantize_ = nullptr;
   std::unique_ptr<CudaBuffer> xq_; // [maxRows][k] int8, then [maxRows][k/32] f32
 };

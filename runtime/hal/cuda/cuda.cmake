@@ -32,7 +32,7 @@ endif()
 set(_fm_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
 set(_fm_cuda_out ${CMAKE_CURRENT_BINARY_DIR}/cuda)
 file(MAKE_DIRECTORY ${_fm_cuda_out})
-set(FM_CUDA_KERNELS matvec embed attention rows gemm moe)
+set(FM_CUDA_KERNELS matvec embed attention rows gemm moe vision)
 set(FM_CUDA_PTX "")
 foreach(k IN LISTS FM_CUDA_KERNELS)
   set(ptx ${_fm_cuda_out}/${k}.ptx)
@@ -64,6 +64,7 @@ target_sources(fm_hal PRIVATE
   ${_fm_cuda_dir}/CudaKernels.cpp
   ${_fm_cuda_dir}/CudaLinear.cpp
   ${_fm_cuda_dir}/CudaMoe.cpp
+  ${_fm_cuda_dir}/CudaVision.cpp
   ${_fm_cuda_out}/CudaPtx.cpp)
 target_compile_definitions(fm_hal PRIVATE FM_HAL_CUDA=1)
 message(STATUS "CUDA device: on (${FM_CUDA_ARCH} PTX by ${FM_CUDA_CLANG}, toolkit ${FM_CUDA_PATH})")
@@ -116,11 +117,12 @@ if(FM_BUILD_TESTS)
     COMPILE_DEFINITIONS FM_CUDA_EMU=1 COMPILE_OPTIONS "-Wno-unused-parameter")
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
     ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp
-    ${_fm_cuda_test_dir}/graph_test.cpp ${_fm_cuda_test_dir}/emu/CudaEmu.cpp
+    ${_fm_cuda_test_dir}/graph_test.cpp ${_fm_cuda_test_dir}/vision_test.cpp
+    ${_fm_cuda_test_dir}/emu/CudaEmu.cpp
     ${_fm_cuda_emu_src})
   target_include_directories(fm_cuda_test PRIVATE
     ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime
-    ${_fm_cuda_test_dir}/emu)
+    ${_fm_cuda_test_dir}/emu ${CMAKE_SOURCE_DIR}/test/unit/gpu)
   target_link_libraries(fm_cuda_test PRIVATE fm_runtime fm_hal fm_schema
     GTest::gtest_main ${CMAKE_DL_LIBS})
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
