@@ -137,7 +137,11 @@ struct Scheduler {
   unsigned current = 0;
   const KernelEntry *kernel = nullptr;
   void **args = nullptr;
-  uint64_t progress = 0; // barrier phases ended and threads finished
+  /// Fibers that can run, in order: every thread at a block's start, then
+  /// those a barrier's last arrival releases. A fiber waiting at a barrier
+  /// is on that barrier's list, not here.
+  std::vector<unsigned> runnable;
+  size_t next = 0; // runnable[next] runs next
 };
 
 thread_local Scheduler *tSched = nullptr;
@@ -169,12 +173,12 @@ public:
   }
   bool arrive(bool predicate) {
     acc_ = acc_ || predicate;
-    const uint64_t phase = phase_;
-    if (++arrived_ == expected_)
+    if (++arrived_ == expected_) {
       complete();
-    else
-      while (phase_ == phase)
-        yieldToScheduler();
+    } else {
+      waiters_.push_back(tSched->current);
+      yieldToScheduler(); // resumed once complete() has run
+    }
     return result_; // this phase's: the next cannot end without us
   }
   void drop() {
@@ -188,12 +192,13 @@ private:
     result_ = acc_;
     acc_ = false;
     arrived_ = 0;
-    ++phase_;
-    ++tSched->progress;
+    for (unsigned f : waiters_)
+      tSched->runnable.push_back(f);
+    waiters_.clear();
   }
   unsigned expected_ = 0, arrived_ = 0;
-  uint64_t phase_ = 0;
   bool acc_ = false, result_ = false;
+  std::vector<unsigned> waiters_;
 };
 
 struct Warp {
@@ -255,7 +260,6 @@ void fiberMain() {
   tBlock->bar.drop();
   myWarp().bar.drop();
   s.fibers[s.current].done = true;
-  ++s.progress;
   yieldToScheduler(/*finished=*/true); // never resumed
 }
 
@@ -288,33 +292,34 @@ void runGrid(const KernelEntry &k, Dim3 grid, Dim3 block, void **args) {
           startContext(f.ctx, f.stack, kStackBytes, fiberMain);
         }
         unsigned live = n;
-        while (live > 0) {
-          const uint64_t before = s.progress;
-          for (unsigned i = 0; i < n; ++i) {
-            Fiber &f = s.fibers[i];
-            if (f.done)
-              continue;
-            s.current = i;
-            tLinear = i;
-            tThreadIdx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+        s.runnable.clear();
+        s.next = 0;
+        for (unsigned i = 0; i < n; ++i)
+          s.runnable.push_back(i);
+        while (s.next < s.runnable.size()) {
+          const unsigned i = s.runnable[s.next++];
+          Fiber &f = s.fibers[i];
+          s.current = i;
+          tLinear = i;
+          tThreadIdx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
 #ifdef FM_EMU_ASAN
-            void *fake = nullptr;
-            __sanitizer_start_switch_fiber(&fake, f.stack, kStackBytes);
-            switchContext(s.main, f.ctx);
-            __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+          void *fake = nullptr;
+          __sanitizer_start_switch_fiber(&fake, f.stack, kStackBytes);
+          switchContext(s.main, f.ctx);
+          __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #else
-            switchContext(s.main, f.ctx);
+          switchContext(s.main, f.ctx);
 #endif
-            if (f.done)
-              --live;
-          }
-          if (live > 0 && s.progress == before) {
-            std::fprintf(stderr,
-                         "cuda emulator: %s block (%u, %u, %u): %u threads wait at "
-                         "barriers no other thread reaches\n",
-                         k.name.c_str(), x, y, z, live);
-            std::abort();
-          }
+          if (f.done)
+            --live;
+        }
+        // Nothing runnable: every thread finished, or the rest wait forever.
+        if (live > 0) {
+          std::fprintf(stderr,
+                       "cuda emulator: %s block (%u, %u, %u): %u threads wait at "
+                       "barriers no other thread reaches\n",
+                       k.name.c_str(), x, y, z, live);
+          std::abort();
         }
       }
   tSched = outerSched;
