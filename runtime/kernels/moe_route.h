@@ -1,12 +1,20 @@
-// The MoE routing rule, in one place for every device that routes on the
-// host: the CPU Moe kernel (moe.cpp) and the CUDA device's plan
-// (hal/cuda/MoePlan.h) must pick the same experts with the same weights in
-// the same slot order, or their outputs differ in more than rounding.
+// The MoE routing rule, in one place for every device: the CPU Moe kernel
+// (moe.cpp), the CUDA device's host plan (hal/cuda/MoePlan.h) and its
+// device-side routing (hal/cuda/kernels/moe.cu, which compiles this header
+// as device code) must pick the same experts with the same weights in the
+// same slot order, or their outputs differ in more than rounding. Plain
+// C++ without the standard library's algorithms, so that it is device code
+// too.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FM_MOE_FN __host__ __device__ inline
+#else
+#define FM_MOE_FN inline
+#endif
 
 namespace fm::kernels {
 
@@ -19,21 +27,23 @@ namespace fm::kernels {
 /// stamp [E] (the row that last chose e). Index is the caller's integer type
 /// for its tables (int64_t on the CPU, int32_t for the GPU's).
 template <class Index>
-void moeRoute(const float *logits, float *probs, int64_t rows, int64_t experts,
+FM_MOE_FN void moeRoute(const float *logits, float *probs, int64_t rows, int64_t experts,
               int64_t topK, bool normTopk, Index *stamp, Index *count,
               Index *choice, float *weight) {
   const int64_t M = rows, E = experts, k = topK;
-  std::fill(stamp, stamp + E, Index(-1));
-  std::fill(count, count + E, Index(0));
+  for (int64_t e = 0; e < E; ++e) {
+    stamp[e] = Index(-1);
+    count[e] = Index(0);
+  }
   for (int64_t r = 0; r < M; ++r) {
     const float *l = logits + r * E;
     float *p = probs + r * E;
     float mx = l[0];
     for (int64_t e = 1; e < E; ++e)
-      mx = std::max(mx, l[e]);
+      mx = l[e] > mx ? l[e] : mx;
     float sum = 0.0f;
     for (int64_t e = 0; e < E; ++e)
-      sum += (p[e] = std::exp(l[e] - mx));
+      sum += (p[e] = expf(l[e] - mx));
     const float inv = 1.0f / sum;
     for (int64_t e = 0; e < E; ++e)
       p[e] *= inv;
@@ -61,7 +71,7 @@ void moeRoute(const float *logits, float *probs, int64_t rows, int64_t experts,
 /// slotRow[s] is the row slot s gathers, rowSlot[r·k + j] the slot of row r's
 /// choice j. Scratch: cursor [E].
 template <class Index>
-void moeSlots(const Index *choice, int64_t rows, int64_t experts, int64_t topK,
+FM_MOE_FN void moeSlots(const Index *choice, int64_t rows, int64_t experts, int64_t topK,
               Index *count, Index *cursor, Index *slotRow, Index *rowSlot) {
   const int64_t M = rows, E = experts, k = topK;
   Index offset = 0;

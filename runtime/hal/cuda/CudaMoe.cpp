@@ -5,8 +5,17 @@
 // (tokens sorted by expert): gate and up, SiLU·up, down, as matvecs for
 // few rows and tensor-core GEMMs from kGemmMinRows rows (CudaLinear.h);
 // then the combine in rank order and the sigmoid-gated shared expert.
-// The routing costs one stream synchronization per MoE layer, which also
-// ends the queue's recorded segment (CudaQueue::synchronize).
+// The host's routing costs one stream synchronization per MoE layer, which
+// also ends the queue's recorded segment (CudaQueue::synchronize).
+//
+// A decode step (one row) routes on the device instead, without leaving
+// it: fm_moe_route runs the same rule (kernels/moe_route.h, compiled as
+// device code) into a choice and weight per slot, and grouped matvecs
+// (kernels/matvec.cu) take slot s's expert weights from a device table of
+// the experts' pointers, so a step reads only the chosen experts' weights
+// and stays one recorded segment (one CUDA graph) through every MoE layer.
+// That needs every expert of a projection in one kind and format (what
+// fmc writes); otherwise decode routes on the host too.
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaLinear.h"
 #include "hal/cuda/MoePlan.h"
@@ -33,6 +42,10 @@ public:
       return Status::error("cuda: MoE launch of " + std::to_string(M) +
                            " rows, planned for " + std::to_string(maxRows_));
     router_.run(q, x_, xStride_, logits_->ptr(), E, M, false);
+    if (M <= kDeviceRoutedRows && grouped_[0].fn) {
+      runRoutedOnDevice(q, M);
+      return runShared(q, M);
+    }
     // The routing is the host's: the segment so far (the router included)
     // runs and is waited for, and the launches below start the next one.
     FM_RETURN_IF_ERROR(q.synchronize("MoE router logits"));
@@ -73,19 +86,65 @@ public:
     c.add(o_->ptr()).add(int(K)).add(rowSlot_->ptr()).add(rowWeight_->ptr())
         .add(int(k)).add(y_).add(yStride_).add(int(accumulate_));
     dev_.launch(combine_, {unsigned(M)}, {256}, c, q);
+    return runShared(q, M);
+  }
+
+private:
+  /// Rows a launch may have to route on the device: a decode step's.
+  static constexpr int64_t kDeviceRoutedRows = 1;
+
+  /// One projection of every expert as the grouped matvec reads it: the
+  /// kernel for their kind and format, and the device table of their
+  /// weights' addresses.
+  struct Grouped {
+    CUfunction fn = nullptr;
+    std::unique_ptr<CudaBuffer> table;
+  };
+
+  /// Records the routing (fm_moe_route), the experts' gate and up, SiLU·up
+  /// and down on each slot (the grouped matvecs), and the combine, for M
+  /// rows of M·k slots: nothing leaves the device.
+  void runRoutedOnDevice(CudaQueue &q, int64_t M) const {
+    const int64_t E = int64_t(gate_.size()), k = topK_, slots = M * k;
+    LaunchParams r;
+    r.add(logits_->ptr()).add(int(M)).add(int(E)).add(int(k)).add(int(normTopk_))
+        .add(probs_->ptr()).add(stamp_->ptr()).add(stamp_->ptr() + CUdeviceptr(E * 4))
+        .add(choice_->ptr()).add(rowWeight_->ptr());
+    dev_.launch(route_, {1}, {32}, r, q);
+    // gate and up read slot s's row s / k of x; down reads h row s itself.
+    auto grouped = [&](const Grouped &g, CUdeviceptr x, int64_t xStride, int64_t perRow,
+                       CUdeviceptr y, int64_t n, int64_t inputs) {
+      LaunchParams p;
+      p.add(g.table->ptr()).add(choice_->ptr()).add(int(perRow)).add(x).add(xStride)
+          .add(y).add(n).add(int(n)).add(int(inputs));
+      dev_.launch(g.fn, {unsigned((n + 7) / 8), unsigned(slots)}, {256}, p, q);
+    };
+    grouped(grouped_[0], x_, xStride_, k, hg_->ptr(), I_, K_);
+    grouped(grouped_[1], x_, xStride_, k, hu_->ptr(), I_, K_);
+    LaunchParams p;
+    p.add(hg_->ptr()).add(I_).add(hu_->ptr()).add(I_).add(hg_->ptr()).add(I_).add(int(I_));
+    dev_.launch(silu_, {unsigned(slots)}, {256}, p, q);
+    grouped(grouped_[2], hg_->ptr(), I_, 1, o_->ptr(), K_, I_);
+    // Slot r·k + j is row r's choice j: the identity slot table.
+    LaunchParams c;
+    c.add(o_->ptr()).add(int(K_)).add(identity_->ptr()).add(rowWeight_->ptr()).add(int(k))
+        .add(y_).add(yStride_).add(int(accumulate_));
+    dev_.launch(combine_, {unsigned(M)}, {256}, c, q);
+  }
+
+  /// The shared expert, on every row, gated by sigmoid(x · gᵀ), added to y.
+  Status runShared(CudaQueue &q, int64_t M) const {
     if (!hasShared_)
       return Status::ok();
-    // The shared expert, on every row, gated by sigmoid(x · gᵀ).
     sharedExpertGate_.run(q, x_, xStride_, sharedLogit_->ptr(), 1, M, false);
     swiglu(q, *sharedGate_, *sharedUp_, *sharedDown_, x_, xStride_, sharedHg_->ptr(),
            sharedHu_->ptr(), sharedI_, sharedO_->ptr(), M);
     LaunchParams a;
-    a.add(sharedO_->ptr()).add(int(K)).add(sharedLogit_->ptr()).add(y_).add(yStride_);
+    a.add(sharedO_->ptr()).add(int(K_)).add(sharedLogit_->ptr()).add(y_).add(yStride_);
     dev_.launch(addGated_, {unsigned(M)}, {256}, a, q);
     return Status::ok();
   }
 
-private:
   MoeKernel(CudaDevice &dev, const MoeDesc &d)
       : dev_(dev), x_(devicePtr(d.x.buffer, d.x.offset)),
         y_(devicePtr(d.y.buffer, d.y.offset)), xStride_(d.x.stride),
@@ -161,6 +220,7 @@ private:
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots * I_) * 4, hu_));
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots * K_) * 4, o_));
     hostLogits_.resize(size_t(M * E));
+    FM_RETURN_IF_ERROR(initDeviceRouting(d, alloc));
     if (hasShared_) {
       sharedI_ = d.sharedGate.shape[0];
       sharedGate_.reset(new Linear);
@@ -174,6 +234,52 @@ private:
       FM_RETURN_IF_ERROR(alloc(uint64_t(M * sharedI_) * 4, sharedHg_));
       FM_RETURN_IF_ERROR(alloc(uint64_t(M * sharedI_) * 4, sharedHu_));
       FM_RETURN_IF_ERROR(alloc(uint64_t(M * K_) * 4, sharedO_));
+    }
+    return Status::ok();
+  }
+
+  /// The grouped matvecs' tables and the routing's scratch, where every
+  /// expert of each projection shares one kind and format (else decode
+  /// routes on the host: grouped_[0].fn stays null).
+  template <class Alloc> Status initDeviceRouting(const MoeDesc &d, Alloc &alloc) {
+    const std::vector<WeightDesc> *projections[3] = {&d.gate, &d.up, &d.down};
+    std::string names[3];
+    for (int p = 0; p < 3; ++p) {
+      const WeightDesc &w0 = projections[p]->front();
+      for (const WeightDesc &w : *projections[p])
+        if (w.kind != w0.kind || (w.kind == WeightKind::Quant &&
+                                  (w.format.bits != w0.format.bits ||
+                                   w.format.group != w0.format.group ||
+                                   w.format.grid != w0.format.grid)))
+          return Status::ok(); // mixed: the host routes every launch
+      names[p] = w0.kind == WeightKind::F32   ? std::string("fm_matvec_grouped_f32")
+                 : w0.kind == WeightKind::F16 ? std::string("fm_matvec_grouped_f16")
+                                              : qKernelName("fm_qmatvec_grouped", w0.format);
+    }
+    const int64_t E = int64_t(d.gate.size()), k = topK_, slots = kDeviceRoutedRows * k;
+    auto route = dev_.function("fm_moe_route");
+    if (!route)
+      return route.status();
+    route_ = *route;
+    FM_RETURN_IF_ERROR(alloc(uint64_t(kDeviceRoutedRows * E) * 4, probs_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(2 * E) * 4, stamp_)); // stamp, then count
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, choice_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, identity_));
+    std::vector<int32_t> identity(static_cast<size_t>(slots));
+    for (int64_t s = 0; s < slots; ++s)
+      identity[size_t(s)] = int32_t(s);
+    FM_RETURN_IF_ERROR(dev_.upload(*identity_, 0, identity.data(), identity.size() * 4));
+    for (int p = 0; p < 3; ++p) {
+      auto fn = dev_.function(names[p].c_str());
+      if (!fn)
+        return fn.status();
+      std::vector<uint64_t> table;
+      for (const WeightDesc &w : *projections[p])
+        table.push_back(devicePtr(w.buffer, w.offset));
+      FM_RETURN_IF_ERROR(alloc(table.size() * 8, grouped_[p].table));
+      FM_RETURN_IF_ERROR(
+          dev_.upload(*grouped_[p].table, 0, table.data(), table.size() * 8));
+      grouped_[p].fn = *fn; // last: set means ready
     }
     return Status::ok();
   }
@@ -194,6 +300,12 @@ private:
   std::unique_ptr<CudaBuffer> sharedLogit_, sharedHg_, sharedHu_, sharedO_;
   mutable std::vector<float> hostLogits_;
   mutable MoePlan plan_;
+  // Device routing (decode): gate, up, down; the routing's scratch
+  // (probabilities, stamp and count), each slot's expert, the identity slot
+  // table of the combine.
+  Grouped grouped_[3];
+  CUfunction route_ = nullptr;
+  std::unique_ptr<CudaBuffer> probs_, stamp_, choice_, identity_;
 };
 
 } // namespace

@@ -41,10 +41,10 @@ foreach(k IN LISTS FM_CUDA_KERNELS)
             --cuda-gpu-arch=${FM_CUDA_ARCH} --cuda-path=${FM_CUDA_PATH}
             # PTX 8.0 (CUDA 12.0 drivers and newer), not clang's newest.
             --cuda-feature=+ptx80 -Wno-unknown-cuda-version
-            -std=c++17 -O3 -Wall -Wextra -Werror -S
+            -std=c++17 -O3 -Wall -Wextra -Werror -I${CMAKE_SOURCE_DIR}/runtime -S
             ${_fm_cuda_dir}/kernels/${k}.cu -o ${ptx}
     DEPENDS ${_fm_cuda_dir}/kernels/${k}.cu ${_fm_cuda_dir}/kernels/common.cuh
-            ${_fm_cuda_dir}/kernels/qdecode.h
+            ${_fm_cuda_dir}/kernels/qdecode.h ${CMAKE_SOURCE_DIR}/runtime/kernels/moe_route.h
     COMMENT "CUDA kernels: kernels/${k}.cu -> ${k}.ptx"
     VERBATIM)
   list(APPEND FM_CUDA_PTX ${ptx})

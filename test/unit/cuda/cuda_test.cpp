@@ -321,6 +321,8 @@ protected:
   CUstream stream() { return cudaQueue().stream(); }
   void checkQuantMatvec(QuantFormat f, int64_t M, int64_t K, int64_t N,
                         kernels::QActivations act, uint64_t lead);
+  /// Decode with and without CUDA graphs, of a dense model or a MoE one.
+  void checkDecodeGraphs(bool moe);
 
   static CudaDevice *device_;
   static std::string why_;
@@ -845,21 +847,37 @@ TEST_F(Gpu, ModelLogitsMatchTheCpu) {
 
 // Decode steps with CUDA graphs (each step's segment captured, then
 // instantiated and replayed) against the same steps launched directly: the
-// same logits token by token, and the replays counted. On the emulator this
-// runs the capture, update and replay of real kernels.
-TEST_F(Gpu, DecodeGraphsMatchDirectLaunches) {
+// same logits token by token, and the replays counted: one graph per step
+// from the second, so a step is one segment, the MoE's included (routed on
+// the device). On the emulator this runs the capture, update and replay of
+// real kernels.
+void Gpu::checkDecodeGraphs(bool moe) {
   test::ArtifactBuilder b;
-  const int64_t V = 64, Hd = 128;
+  const int64_t V = 64, Hd = 128, E = 4, I = 64;
   b.vocab = uint32_t(V);
   b.hidden = uint32_t(Hd);
-  const uint32_t E = b.addWeight("e", {V, Hd}, randoms(size_t(V * Hd), 61));
-  const uint32_t W = b.addQuantWeight("w", V, Hd, randoms(size_t(V * Hd), 62, 0.1f),
-                                      {4, 32, QuantGrid::Balanced});
-  b.addProgram("decode", 1, 2 * Hd + V, test::buf(2 * Hd, uint32_t(V), uint32_t(V)), false,
-               {b.embed(E, test::buf(0, uint32_t(Hd), uint32_t(Hd))),
-                b.matmul(test::buf(0, uint32_t(Hd), uint32_t(Hd)), {W},
-                         test::buf(2 * Hd, uint32_t(V), uint32_t(V)), uint32_t(Hd),
-                         uint32_t(V))});
+  const QuantFormat q4{4, 32, QuantGrid::Balanced};
+  const uint32_t Emb = b.addWeight("e", {V, Hd}, randoms(size_t(V * Hd), 61));
+  const uint32_t W = b.addQuantWeight("w", V, Hd, randoms(size_t(V * Hd), 62, 0.1f), q4);
+  const auto x = test::buf(0, uint32_t(Hd), uint32_t(Hd)),
+             h = test::buf(Hd, uint32_t(Hd), uint32_t(Hd)),
+             logits = test::buf(2 * Hd, uint32_t(V), uint32_t(V));
+  std::vector<test::ArtifactBuilder::Cmd> cmds = {b.embed(Emb, x)};
+  if (moe) {
+    const uint32_t router = b.addWeight("router", {E, Hd}, randoms(size_t(E * Hd), 63));
+    std::vector<uint32_t> gate, up, down;
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string n = std::to_string(e);
+      gate.push_back(b.addQuantWeight("g" + n, I, Hd, randoms(size_t(I * Hd), 70 + e, 0.1f), q4));
+      up.push_back(b.addQuantWeight("u" + n, I, Hd, randoms(size_t(I * Hd), 80 + e, 0.1f), q4));
+      down.push_back(b.addQuantWeight("d" + n, Hd, I, randoms(size_t(Hd * I), 90 + e, 0.1f), q4));
+    }
+    cmds.push_back(b.moe(x, h, router, gate, up, down, 2, true));
+    cmds.push_back(b.matmul(h, {W}, logits, uint32_t(Hd), uint32_t(V)));
+  } else {
+    cmds.push_back(b.matmul(x, {W}, logits, uint32_t(Hd), uint32_t(V)));
+  }
+  b.addProgram("decode", 1, 2 * Hd + V, logits, false, cmds);
   const std::vector<uint8_t> file = b.finish();
   const std::vector<int32_t> tokens = {3, 17, 17, 40, 2, 63};
   auto decode = [&](bool graphs, SessionStats &stats) {
@@ -888,13 +906,17 @@ TEST_F(Gpu, DecodeGraphsMatchDirectLaunches) {
   const std::vector<float> a = decode(true, withGraphs), d = decode(false, direct);
   ASSERT_EQ(a.size(), tokens.size() * V);
   ASSERT_EQ(a, d) << "graph replay changed the logits";
-  EXPECT_GT(withGraphs.graphLaunches, 0);
+  EXPECT_EQ(withGraphs.graphLaunches, int64_t(tokens.size()) - 1)
+      << "one graph per decode step after the first";
   EXPECT_EQ(direct.graphLaunches, 0);
   EXPECT_GT(direct.directLaunches, 0);
   // Different tokens gave different rows: the replays read each new token.
   EXPECT_NE(std::vector<float>(a.begin(), a.begin() + V),
             std::vector<float>(a.begin() + V, a.begin() + 2 * V));
 }
+
+TEST_F(Gpu, DecodeGraphsMatchDirectLaunches) { checkDecodeGraphs(false); }
+TEST_F(Gpu, MoeDecodeGraphsMatchDirectLaunches) { checkDecodeGraphs(true); }
 
 // ---------------------------------------------------------------------------
 // Bandwidth (not a test: scripts/gpu-check.sh runs it and prints the ratios)

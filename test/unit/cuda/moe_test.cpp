@@ -222,7 +222,7 @@ TEST(CudaLaunchGeometry, MatvecGridIsEightOutputsPerBlockPerRow) {
 class GpuMoe : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    fm_cuda_emu::installIfAsked(); // runtime.cuda.emulated
+    emulated_ = fm_cuda_emu::installIfAsked(); // runtime.cuda.emulated
     auto d = CudaDevice::open(0);
     if (d)
       device_ = d->release();
@@ -300,9 +300,11 @@ protected:
 
   static CudaDevice *device_;
   static std::string why_;
+  static bool emulated_; // on the block emulator (its driver counts)
   std::unique_ptr<Queue> queue_;
 };
 CudaDevice *GpuMoe::device_ = nullptr;
+bool GpuMoe::emulated_ = false;
 std::string GpuMoe::why_;
 
 void GpuMoe::checkMoe(int64_t M, int64_t topK, bool norm, int64_t sharedI,
@@ -387,6 +389,24 @@ TEST_F(GpuMoe, MoeAgainstTheReference) {
         continue;
       checkMoe(M, 2, true, 0, f, false);
       checkMoe(M, 4, false, 192, f, true); // 192: whole groups of 64 (q2)
+    }
+}
+
+// A decode step (one row) routes on the device: its MoE records no stream
+// synchronization of its own (the test's run() makes one), where five rows
+// route on the host (one more). The emulated driver counts them; the
+// outputs are checkMoe's, against the reference, in every weight kind.
+TEST_F(GpuMoe, DecodeRoutesOnTheDevice) {
+  if (!emulated_)
+    GTEST_SKIP() << "counts the emulated driver's synchronizations (runtime.cuda.emulated)";
+  const QuantFormat q8{8, 64, QuantGrid::Balanced}, q2{2, 32, QuantGrid::Affine};
+  for (const QuantFormat *f : {static_cast<const QuantFormat *>(nullptr), &q8, &q2})
+    for (int64_t M : {1, 5}) {
+      const int64_t before = fm_cuda_emu::counts().streamSyncs;
+      checkMoe(M, 3, true, 0, f, false);
+      checkMoe(M, 1, false, 64, f, true);
+      EXPECT_EQ(fm_cuda_emu::counts().streamSyncs - before, M == 1 ? 2 : 4)
+          << "M=" << M << (f ? " packed" : " f32");
     }
 }
 

@@ -165,7 +165,11 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
 } // namespace
 } // namespace fm_cuda
 
-// One entry point per format: fm_qmatvec_{f32,dp4a}_q<bits>g<group><b|a>.
+// One entry point per format: fm_qmatvec_{f32,dp4a,grouped}_q<bits>g<group><b|a>.
+// grouped: a MoE decode step routed on the device (CudaMoe.cpp): block row
+// s = blockIdx.y is slot s, whose weight is the expert table's entry for
+// expertOf[s] (a device pointer per expert) and whose x row is s / topK;
+// its output is y row s.
 #define FM_QMATVEC(BITS, GROUP, GRID, AFFINE)                                  \
   extern "C" __global__ void __launch_bounds__(256)                           \
       fm_qmatvec_f32_q##BITS##g##GROUP##GRID(                                  \
@@ -180,6 +184,16 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
           int64_t yStride, int N, int K, int accumulate) {                     \
     fm_cuda::qmatvecDp4a<BITS, GROUP, AFFINE>(w, xq, xs, y, yStride, N, K,     \
                                               accumulate);                     \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(256)                           \
+      fm_qmatvec_grouped_q##BITS##g##GROUP##GRID(                              \
+          const uint64_t *table, const int *expertOf, int topK, const float *x, \
+          int64_t xStride, float *y, int64_t yStride, int N, int K) {          \
+    const int s = blockIdx.y; /* x and y rows are the slot's, so strides 0 */ \
+    fm_cuda::qmatvecF32<BITS, GROUP, AFFINE>(                                  \
+        reinterpret_cast<const uint8_t *>(table[expertOf[s]]),                 \
+        x + int64_t(s / topK) * xStride, 0, y + int64_t(s) * yStride, 0, N, K, \
+        0);                                                                    \
   }
 
 #define FM_QMATVEC_GROUPS(BITS, GRID, AFFINE)                                  \
@@ -243,4 +257,24 @@ extern "C" __global__ void __launch_bounds__(256)
     fm_matvec_f16(const uint16_t *w, const float *x, int64_t xStride, float *y,
                   int64_t yStride, int N, int K, int accumulate) {
   matvecDense<uint16_t>(w, x, xStride, y, yStride, N, K, accumulate);
+}
+
+// The grouped dense matvecs (see fm_qmatvec_grouped_*).
+extern "C" __global__ void __launch_bounds__(256)
+    fm_matvec_grouped_f32(const uint64_t *table, const int *expertOf, int topK,
+                          const float *x, int64_t xStride, float *y, int64_t yStride, int N,
+                          int K) {
+  const int s = blockIdx.y;
+  matvecDense<float>(reinterpret_cast<const float *>(table[expertOf[s]]),
+                     x + int64_t(s / topK) * xStride, 0, y + int64_t(s) * yStride, 0, N, K, 0);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    fm_matvec_grouped_f16(const uint64_t *table, const int *expertOf, int topK,
+                          const float *x, int64_t xStride, float *y, int64_t yStride, int N,
+                          int K) {
+  const int s = blockIdx.y;
+  matvecDense<uint16_t>(reinterpret_cast<const uint16_t *>(table[expertOf[s]]),
+                        x + int64_t(s / topK) * xStride, 0, y + int64_t(s) * yStride, 0, N,
+                        K, 0);
 }

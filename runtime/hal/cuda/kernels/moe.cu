@@ -1,8 +1,22 @@
-// The MoE kernel's data movement (CudaMoe.cpp; the matmuls are the matvec
-// and GEMM kernels): gathering an expert's rows, the combine of the chosen
+// The MoE kernel's routing on the device (decode) and data movement
+// (CudaMoe.cpp; the matmuls are the matvec and GEMM kernels): gathering an expert's rows, the combine of the chosen
 // experts' outputs in rank order (as the CPU's Moe sums them), and the
 // shared expert's sigmoid-gated add. One block per row.
 #include "common.cuh"
+#include "kernels/moe_route.h"
+
+/// The routing of a MoE decode step on the device (one thread: a few rows
+/// of E logits): kernels/moe_route.h's moeRoute, the CPU's own rule, writes
+/// choice[r·k + j] (the expert) and weight[r·k + j] in rank order. Scratch:
+/// probs [rows][E], stamp and count [E]. The grouped matvecs then read
+/// `choice` (kernels/matvec.cu), and fm_moe_combine combines slot r·k + j.
+extern "C" __global__ void __launch_bounds__(32)
+    fm_moe_route(const float *logits, int rows, int E, int topK, int normTopk,
+                 float *probs, int *stamp, int *count, int *choice, float *weight) {
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    fm::kernels::moeRoute<int>(logits, probs, rows, E, topK, normTopk != 0, stamp, count,
+                               choice, weight);
+}
 
 // xg[i] = x[slotRow[first + i]], K floats each; grid (n rows).
 extern "C" __global__ void __launch_bounds__(256)

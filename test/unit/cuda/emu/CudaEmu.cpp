@@ -619,7 +619,13 @@ CUresult emuStreamCreate(CUstream *s, unsigned) {
   return ok();
 }
 CUresult emuStreamDestroy(CUstream) { return ok(); }
-CUresult emuStreamSync(CUstream s) { return capturing(s) ? kCaptureUnsupported : ok(); }
+CUresult emuStreamSync(CUstream s) {
+  if (capturing(s))
+    return kCaptureUnsupported;
+  std::lock_guard<std::mutex> l(gCountsMutex);
+  gCounts.streamSyncs += 1;
+  return ok();
+}
 
 using Clock = std::chrono::steady_clock;
 CUresult emuEventCreate(CUevent *e, unsigned) {

@@ -25,6 +25,7 @@ struct Counts {
   int64_t launches = 0;      // kernels run (directly or in a replayed graph)
   int64_t graphLaunches = 0; // graphs replayed
   int64_t threads = 0;       // CUDA threads run, over all blocks
+  int64_t streamSyncs = 0;   // cuStreamSynchronize calls
 };
 Counts counts();
 
