@@ -19,7 +19,8 @@
 #       CPU device's (every case), then greedy decode tokens/s on cuda with
 #       CUDA graphs (the default), on cuda with --no-cuda-graph, and on the
 #       CPU beside them, with the graph and direct launch counts of
-#       --stats; an image encoder's tokens on cuda against the CPU's
+#       --stats; a LoRA adapter's logits and an image encoder's tokens on
+#       cuda against the CPU's
 #       (GpuVision.EncoderOnCudaMatchesTheCpu); one summary. Exit status 0
 #       when everything passed. (runtime.cuda.emulated runs the Gpu tests
 #       here on the CUDA block emulator; this script is for a real GPU.)
@@ -77,6 +78,15 @@ if [ "${1:-}" = "--prepare" ]; then
     "$BUILD/bin/fm-run" "$OUT/cases/$name.fmb" --device cpu --tokens "$TOKENS" --score \
       --logits-out "$OUT/cases/$name.cpu.npy" > /dev/null || exit 1
   done || exit 1
+  # A LoRA adapter on the llama case (scale 0.5, stored 8-bit: the q8
+  # side path), and the CPU device's logits with it.
+  /usr/bin/python3 "$ROOT/examples/gen_checkpoint.py" --family llama --preset tiny \
+    --lora-out "$OUT/.work/lora" --lora-rank 4 > /dev/null || exit 1
+  "$BUILD/bin/fmc" compile-adapter "$OUT/.work/lora" --base "$OUT/cases/llama.fmb" \
+    -o "$OUT/cases/llama-lora.fmba" --quant w8 > /dev/null 2>&1 || exit 1
+  "$BUILD/bin/fm-run" "$OUT/cases/llama.fmb" --device cpu --activations f32 --tokens "$TOKENS" \
+    --score --adapter "$OUT/cases/llama-lora.fmba:0.5" \
+    --logits-out "$OUT/cases/llama-lora.cpu.npy" > /dev/null || exit 1
   # The image encoder (every command a CUDA micro-kernel, CudaVision.cpp).
   /usr/bin/python3 "$ROOT/examples/gen_checkpoint.py" --family fm_vit --preset rw-vitdet-tiny \
     --out "$OUT/.work/vit" > /dev/null || exit 1
@@ -134,6 +144,17 @@ while IFS='|' read -r name _ _ rtolNumpy rtolCpu; do
   line+=" vs cpu $r"
   echo "$line"; summary+="$line"$'\n'
 done < "$OUT/cases/list"
+
+echo "== LoRA: an 8-bit adapter on the llama case, on cuda against the CPU device"
+if fm_run "$OUT/cases/llama.fmb" --device cuda --tokens "$TOKENS" --score \
+    --adapter "$OUT/cases/llama-lora.fmba:0.5" --logits-out "$OUT/cases/llama-lora.cuda.npy" \
+    > "$OUT/cases/llama-lora.cuda.txt" 2>&1; then
+  r=$(compare "$OUT/cases/llama-lora.cuda.npy" "$OUT/cases/llama-lora.cpu.npy" 1e-4) || status=1
+  line="lora llama (w8, scale 0.5): vs cpu $r"
+else
+  cat "$OUT/cases/llama-lora.cuda.txt"; status=1; line="lora llama: FAIL (fm-run)"
+fi
+echo "$line"; summary+="$line"$'\n'
 
 echo "== vision: an image encoder (rw-vitdet-tiny) on cuda against the CPU device"
 vision=$(FM_CUDA_TEST_VISION_FMB="$OUT/cases/vit.fmb" "$loader" --library-path "$libpath" \

@@ -109,14 +109,8 @@ class MatmulKernel final : public Kernel {
 public:
   static Expected<std::unique_ptr<Kernel>> make(CudaDevice &dev,
                                                 const MatmulDesc &d) {
-    // No LoRA side path here yet: running the base alone would give
-    // another model's output without a word.
-    if (!d.lora.empty())
-      return Status::error("cuda: LoRA adapters are not supported on the CUDA "
-                           "device yet (" + std::to_string(d.lora.size()) +
-                           " adapter term(s) on this matmul); the cpu and "
-                           "vulkan devices run them");
     std::unique_ptr<MatmulKernel> k(new MatmulKernel(dev, d));
+    FM_RETURN_IF_ERROR(k->initLora(d));
     int64_t col = 0;
     bool dp4a = false;
     for (const WeightDesc &w : d.weights) {
@@ -214,6 +208,18 @@ public:
       dev_.launch(part.fn, {blocks(part.rows, kMatvecRows), M}, {kMatvecThreads}, p,
                   q);
     }
+    // The LoRA side path: every term's down product t = x·Aᵀ, then its up
+    // product scale·t·Bᵀ added to its columns (before the bias and the
+    // activation, as the CPU's CpuLora.cpp).
+    for (const LoraPart &t : lora_)
+      t.down.run(q, x_, xStride_, t_->ptr() + CUdeviceptr(t.tCol * 4), tStride_, l.rows, false);
+    for (const LoraPart &t : lora_) {
+      LaunchParams p;
+      p.add(t_->ptr() + CUdeviceptr(t.tCol * 4)).add(tStride_).add(t.bt).add(t.kind)
+          .add(t.group).add(int(t.rank)).add(int(t.rows)).add(t.scale)
+          .add(y_ + CUdeviceptr(t.col0 * 4)).add(yStride_);
+      dev_.launch(loraUp_, {blocks(t.rows, 256), M}, {256}, p, q);
+    }
     if (biasAct_) {
       LaunchParams p;
       p.add(y_).add(yStride_).add(int(n_)).add(bias_).add(act_);
@@ -223,6 +229,65 @@ public:
   }
 
 private:
+  /// One adapter term: its down product (A, an nn.Linear [rank][k]) into
+  /// columns tCol .. tCol + rank of t, and its up product's Bᵀ [rank][rows]
+  /// (kind 1 f16, 2 packed 8-bit balanced) onto y's columns col0 ...
+  struct LoraPart {
+    Linear down;
+    CUdeviceptr bt = 0;
+    int kind = 1, group = 32;
+    int64_t rank = 0, rows = 0, col0 = 0, tCol = 0;
+    float scale = 1.0f;
+  };
+
+  /// What adapters store (the adapter compiler writes f16 or 8-bit
+  /// balanced matrices): anything else is refused by name.
+  static Status checkLoraMatrix(const WeightDesc &w, const char *what) {
+    if (w.kind == WeightKind::F16 ||
+        (w.kind == WeightKind::Quant && w.format.bits == 8 &&
+         w.format.grid == kernels::QuantGrid::Balanced))
+      return Status::ok();
+    return Status::error(std::string("cuda: LoRA ") + what + " '" + w.name +
+                         "' is neither f16 nor 8-bit balanced (what adapters store)");
+  }
+
+  Status initLora(const MatmulDesc &d) {
+    if (d.lora.empty())
+      return Status::ok();
+    auto up = dev_.function("fm_lora_up");
+    if (!up)
+      return up.status();
+    loraUp_ = *up;
+    for (const LoraTerm &term : d.lora) {
+      FM_RETURN_IF_ERROR(checkLoraMatrix(term.a, "A"));
+      FM_RETURN_IF_ERROR(checkLoraMatrix(term.bt, "B^T"));
+      if (term.bt.kind == WeightKind::Quant && term.rows % term.bt.format.group != 0)
+        return Status::error("cuda: LoRA B^T '" + term.bt.name + "': " +
+                             std::to_string(term.rows) + " columns are not whole groups of " +
+                             std::to_string(term.bt.format.group));
+      LoraPart t;
+      auto down = Linear::make(dev_, term.a);
+      if (!down)
+        return down.status();
+      t.down = *down;
+      t.bt = devicePtr(term.bt.buffer, term.bt.offset);
+      t.kind = term.bt.kind == WeightKind::F16 ? 1 : 2;
+      t.group = int(term.bt.format.group);
+      t.rank = term.rank;
+      t.rows = term.rows;
+      t.col0 = term.col0;
+      t.tCol = tStride_;
+      t.scale = term.scale;
+      tStride_ += term.rank;
+      lora_.push_back(t);
+    }
+    auto t = dev_.allocateDevice(uint64_t(std::max<int64_t>(1, maxRows_)) * tStride_ * 4);
+    if (!t)
+      return t.status();
+    t_ = std::move(*t);
+    return Status::ok();
+  }
+
   struct Part {
     CUfunction fn = nullptr, gemm = nullptr;
     WeightKind kind = WeightKind::F32;
@@ -232,12 +297,17 @@ private:
   };
   MatmulKernel(CudaDevice &dev, const MatmulDesc &d)
       : dev_(dev), x_(rowsPtr(d.x)), y_(rowsPtr(d.y)), xStride_(d.x.stride),
-        yStride_(d.y.stride), k_(d.k), n_(d.n), accumulate_(d.accumulate) {}
+        yStride_(d.y.stride), k_(d.k), n_(d.n), maxRows_(d.maxRows),
+        accumulate_(d.accumulate) {}
   CudaDevice &dev_;
   std::vector<Part> parts_;
   CUdeviceptr x_, y_;
-  int64_t xStride_, yStride_, k_, n_;
+  int64_t xStride_, yStride_, k_, n_, maxRows_;
   bool accumulate_;
+  std::vector<LoraPart> lora_;
+  CUfunction loraUp_ = nullptr;
+  std::unique_ptr<CudaBuffer> t_; // [maxRows][tStride_]: every term's t
+  int64_t tStride_ = 0;
   CUfunction biasAct_ = nullptr; // the epilogue, where there is a bias or an activation
   CUdeviceptr bias_ = 0;
   int act_ = 0;

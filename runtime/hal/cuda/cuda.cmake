@@ -32,7 +32,7 @@ endif()
 set(_fm_cuda_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda)
 set(_fm_cuda_out ${CMAKE_CURRENT_BINARY_DIR}/cuda)
 file(MAKE_DIRECTORY ${_fm_cuda_out})
-set(FM_CUDA_KERNELS matvec embed attention rows gemm moe vision)
+set(FM_CUDA_KERNELS matvec embed attention rows gemm moe vision lora)
 set(FM_CUDA_PTX "")
 foreach(k IN LISTS FM_CUDA_KERNELS)
   set(ptx ${_fm_cuda_out}/${k}.ptx)
@@ -118,6 +118,7 @@ if(FM_BUILD_TESTS)
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
     ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp
     ${_fm_cuda_test_dir}/graph_test.cpp ${_fm_cuda_test_dir}/vision_test.cpp
+    ${_fm_cuda_test_dir}/lora_test.cpp
     ${_fm_cuda_test_dir}/emu/CudaEmu.cpp
     ${_fm_cuda_emu_src})
   target_include_directories(fm_cuda_test PRIVATE

@@ -483,37 +483,6 @@ TEST_F(Gpu, DenseMatvecTwoWeights) {
     }
 }
 
-// The CUDA matmul has no LoRA side path: a matmul with adapter terms is
-// refused by name, never run as the base alone.
-TEST_F(Gpu, MatmulWithAdaptersIsRefused) {
-  const int64_t K = 32, N = 8;
-  auto wbuf = upload(std::vector<float>(size_t(N * K), 0.5f));
-  auto xbuf = upload(std::vector<float>(size_t(K), 1.0f));
-  auto ybuf = upload(std::vector<float>(size_t(N), 0.0f));
-  MatmulDesc d;
-  d.x = {xbuf.get(), 0, K, K};
-  d.y = {ybuf.get(), 0, N, N};
-  d.k = K;
-  d.n = N;
-  WeightDesc w;
-  w.buffer = wbuf.get();
-  w.bytes = uint64_t(N * K * 4);
-  w.kind = WeightKind::F32;
-  w.shape = {N, K};
-  d.weights = {w};
-  LoraTerm t;
-  t.a = w;
-  t.bt = w;
-  t.rank = 4;
-  t.rows = N;
-  d.lora = {t};
-  auto k = dev().prepareMatmul(d);
-  ASSERT_FALSE(k.isOk());
-  EXPECT_NE(k.message().find("LoRA adapters are not supported on the CUDA device"),
-            std::string::npos)
-      << k.message();
-}
-
 TEST_F(Gpu, EmbedEveryKind) {
   const int64_t vocab = 50, width = 256;
   const std::vector<float> table = randoms(size_t(vocab * width), 5);

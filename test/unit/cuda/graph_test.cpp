@@ -570,10 +570,12 @@ TEST_F(CudaGraphDevice, AFailedInstantiationLaunchesDirectlyWithOneNotice) {
   EXPECT_EQ(queue_->launchCounts().graph, 0);
 }
 
-// The routing needs the router's logits on the host: the segment with the
-// router is run and waited for before they are read, and the experts
-// start the next one.
-TEST_F(CudaGraphDevice, MoeRoutingSynchronizesThroughTheQueue) {
+// A decode step's MoE (one row) routes on the device: its launches join the
+// pending segment and nothing synchronizes before the run's end. Two rows
+// route on the host, which needs the router's logits there: the segment
+// with the router is run and waited for before they are read, and the
+// experts start the next one.
+TEST_F(CudaGraphDevice, MoeRoutesOnTheDeviceForOneRowAndSynchronizesForMore) {
   open(true);
   MoeDesc d;
   d.x = rows(0);
@@ -585,13 +587,24 @@ TEST_F(CudaGraphDevice, MoeRoutingSynchronizesThroughTheQueue) {
     d.down.push_back(weight(1024, {kWidth, kWidth}));
   }
   d.topK = 1;
+  d.maxRows = 2;
   std::unique_ptr<Kernel> moe = prepared(device_->prepareMoe(d));
   ASSERT_TRUE(moe);
   gLog.clear();
   run(matmul_);
   run(moe);
-  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_matvec_f32", "sync", "dtoh 8",
-                       "htod 4", "htod 4", "htod 4"}));
+  EXPECT_EQ(gLog, Log{});
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_matvec_f32", "launch fm_moe_route",
+                       "launch fm_matvec_grouped_f32", "launch fm_matvec_grouped_f32",
+                       "launch fm_silu_mul", "launch fm_matvec_grouped_f32",
+                       "launch fm_moe_combine", "sync"}));
+  gLog.clear();
+  run(matmul_);
+  const int32_t tokens[2] = {0, 1};
+  ASSERT_TRUE(moe->run(*queue_, Launch{2, 0, tokens}).isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_matvec_f32", "sync", "dtoh 16",
+                       "htod 8", "htod 8", "htod 8"}));
   gLog.clear();
   ASSERT_TRUE(queue_->flush().isOk());
   EXPECT_EQ(gLog, (Log{"launch fm_moe_gather", "launch fm_matvec_f32", "launch fm_matvec_f32",

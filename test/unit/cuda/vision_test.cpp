@@ -6,11 +6,8 @@
 // 3x3 convolution and average pooling; the embedding's image rows (a VLM's
 // prompt). On a GPU (runtime.cuda.gpu) and on
 // the block emulator (runtime.cuda.emulated); skipped with neither.
-#include "CudaEmu.h"
-#include "DeviceSides.h"
+#include "CudaVsCpu.h"
 #include "fm/runtime.h"
-#include "hal/cpu/CpuDevice.h"
-#include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaLinear.h"
 
 #include <gtest/gtest.h>
@@ -24,59 +21,7 @@
 namespace fm::hal::cuda {
 namespace {
 
-using gputest::Blob;
-using gputest::expectClose;
-using gputest::randomFloats;
-using gputest::Side;
-using kernels::QuantFormat;
-using kernels::QuantGrid;
-
-Rows rowsOf(Buffer *b, int64_t stride, int64_t width, int64_t firstCol = 0) {
-  return Rows{b, uint64_t(firstCol) * 4, stride, width};
-}
-
-class GpuVision : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() { fm_cuda_emu::installIfAsked(); }
-  void SetUp() override {
-    auto d = CudaDevice::open(0);
-    if (!d)
-      GTEST_SKIP() << "skipped: no CUDA device (" << d.message() << ")";
-    gpu.device = std::move(*d);
-    cpu.device = std::make_unique<CpuDevice>();
-  }
-
-  void importWeights(const Blob &blob) {
-    for (Side *s : {&gpu, &cpu}) {
-      auto w = s->device->importWeights(blob.bytes.data(), blob.bytes.size());
-      ASSERT_TRUE(w.isOk()) << w.message();
-      s->weights = std::move(*w);
-    }
-  }
-  /// Prepares `prepare(side)` on both devices and runs `launch` on each.
-  void runBoth(const std::function<Expected<std::unique_ptr<Kernel>>(Side &)> &prepare,
-               const Launch &launch) {
-    for (Side *s : {&gpu, &cpu}) {
-      auto k = prepare(*s);
-      ASSERT_TRUE(k.isOk()) << (s == &gpu ? "cuda: " : "cpu: ") << k.message();
-      QueueOptions qo;
-      qo.threads = 1;
-      qo.scratchBytes = (*k)->scratchBytes();
-      auto q = s->device->createQueue(qo);
-      ASSERT_TRUE(q.isOk()) << q.message();
-      Status st = (*k)->run(**q, launch);
-      ASSERT_TRUE(st.isOk()) << st.message();
-      st = (*q)->flush();
-      ASSERT_TRUE(st.isOk()) << st.message();
-    }
-  }
-  void clearBuffers() {
-    gpu.buffers.clear();
-    cpu.buffers.clear();
-  }
-
-  Side gpu, cpu;
-};
+class GpuVision : public CudaVsCpu {};
 
 TEST_F(GpuVision, MatmulBiasAndGeluEpilogue) {
   // y = act(x·Wᵀ + b), or y += x·Wᵀ + b, in f32, f16 and a packed format;
