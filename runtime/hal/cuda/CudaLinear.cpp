@@ -31,7 +31,7 @@ std::string qKernelName(const char *prefix, kernels::QuantFormat f) {
 }
 
 Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w,
-                              bool tensorCores) {
+                              bool tensorCores, bool int8) {
   Linear l;
   l.dev_ = &dev;
   l.w_ = devicePtr(w.buffer, w.offset);
@@ -53,7 +53,32 @@ Expected<Linear> Linear::make(const CudaDevice &dev, const WeightDesc &w,
   if (!fn)
     return fn.status();
   l.matvec_ = *fn;
+  if (int8 && w.kind == WeightKind::Quant) {
+    auto dp4a = dev.function(qKernelName("fm_qmatvec_dp4a", w.format).c_str());
+    if (!dp4a)
+      return dp4a.status();
+    auto quantize = dev.function("fm_quantize_x_q8");
+    if (!quantize)
+      return quantize.status();
+    l.dp4a_ = *dp4a;
+    l.quantize_ = *quantize;
+  }
   return l;
+}
+
+void Linear::runInt8(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
+                     int64_t yStride, int64_t rows, bool accumulate, CUdeviceptr scratch) const {
+  if (!dp4a_ || usesGemm(kind_, rows))
+    return run(queue, x, xStride, y, yStride, rows, accumulate);
+  const CUdeviceptr xs = scratch + CUdeviceptr(rows * k_);
+  LaunchParams q;
+  q.add(x).add(xStride).add(int(k_)).add(scratch).add(xs);
+  dev_->launch(quantize_, {unsigned((k_ / 32 + 7) / 8), unsigned(rows)}, {256}, q, queue);
+  LaunchParams p;
+  p.add(w_).add(scratch).add(xs).add(y).add(yStride).add(int(n_)).add(int(k_))
+      .add(int(accumulate));
+  const LaunchGeometry g = matvecGeometry(rows, n_);
+  dev_->launch(dp4a_, g.grid, g.block, p, queue);
 }
 
 void Linear::run(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,

@@ -38,16 +38,23 @@ public:
   /// matvec: the MoE router, whose top-k an f16 rounding of x could flip
   /// against the CPU's choice.
   static Expected<Linear> make(const CudaDevice &dev, const WeightDesc &w,
-                               bool tensorCores = true);
+                               bool tensorCores = true, bool int8 = false);
   /// Records y (+)= x · Wᵀ for `rows` rows (row r at x + r·xStride
   /// floats) on `queue`.
   void run(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
            int64_t yStride, int64_t rows, bool accumulate) const;
+  /// run() with x rounded to int8 per 32 inputs (QActivations::Int8, the
+  /// dp4a matvec) where the Linear was made `int8`, the weight is packed
+  /// and the rows are below kGemmMinRows (as the Matmul kernel); else
+  /// run(). `scratch` holds rows·k int8 then rows·k/32 floats.
+  void runInt8(CudaQueue &queue, CUdeviceptr x, int64_t xStride, CUdeviceptr y,
+               int64_t yStride, int64_t rows, bool accumulate, CUdeviceptr scratch) const;
   int64_t outputs() const { return n_; }
 
 private:
   const CudaDevice *dev_ = nullptr;
   CUfunction matvec_ = nullptr, gemm_ = nullptr;
+  CUfunction dp4a_ = nullptr, quantize_ = nullptr; // made int8, packed
   CUdeviceptr w_ = 0;
   WeightKind kind_ = WeightKind::F32;
   int64_t n_ = 0, k_ = 0;

@@ -99,6 +99,7 @@ private:
   struct Grouped {
     CUfunction fn = nullptr;
     std::unique_ptr<CudaBuffer> table;
+    bool dp4a = false; // int8 x (packed experts under QActivations::Int8)
   };
 
   /// Records the routing (fm_moe_route), the experts' gate and up, SiLU·up
@@ -112,19 +113,35 @@ private:
         .add(choice_->ptr()).add(rowWeight_->ptr());
     dev_.launch(route_, {1}, {32}, r, q);
     // gate and up read slot s's row s / k of x; down reads h row s itself.
-    auto grouped = [&](const Grouped &g, CUdeviceptr x, int64_t xStride, int64_t perRow,
-                       CUdeviceptr y, int64_t n, int64_t inputs) {
+    // With int8 activations (packed experts) the rows are rounded first
+    // (fm_quantize_x_q8, xq_) and the dp4a variants read them.
+    const CUdeviceptr xq = xq_ ? xq_->ptr() : 0;
+    auto quantize = [&](CUdeviceptr x, int64_t xStride, int64_t rows, int64_t inputs) {
       LaunchParams p;
-      p.add(g.table->ptr()).add(choice_->ptr()).add(int(perRow)).add(x).add(xStride)
-          .add(y).add(n).add(int(n)).add(int(inputs));
+      p.add(x).add(xStride).add(int(inputs)).add(xq).add(xq + CUdeviceptr(rows * inputs));
+      dev_.launch(quantize_, {unsigned((inputs / 32 + 7) / 8), unsigned(rows)}, {256}, p, q);
+    };
+    auto grouped = [&](const Grouped &g, CUdeviceptr x, int64_t xStride, int64_t perRow,
+                       int64_t xRows, CUdeviceptr y, int64_t n, int64_t inputs) {
+      LaunchParams p;
+      p.add(g.table->ptr()).add(choice_->ptr()).add(int(perRow));
+      if (g.dp4a)
+        p.add(xq).add(xq + CUdeviceptr(xRows * inputs));
+      else
+        p.add(x).add(xStride);
+      p.add(y).add(n).add(int(n)).add(int(inputs));
       dev_.launch(g.fn, {unsigned((n + 7) / 8), unsigned(slots)}, {256}, p, q);
     };
-    grouped(grouped_[0], x_, xStride_, k, hg_->ptr(), I_, K_);
-    grouped(grouped_[1], x_, xStride_, k, hu_->ptr(), I_, K_);
+    if (grouped_[0].dp4a || grouped_[1].dp4a)
+      quantize(x_, xStride_, M, K_);
+    grouped(grouped_[0], x_, xStride_, k, M, hg_->ptr(), I_, K_);
+    grouped(grouped_[1], x_, xStride_, k, M, hu_->ptr(), I_, K_);
     LaunchParams p;
     p.add(hg_->ptr()).add(I_).add(hu_->ptr()).add(I_).add(hg_->ptr()).add(I_).add(int(I_));
     dev_.launch(silu_, {unsigned(slots)}, {256}, p, q);
-    grouped(grouped_[2], hg_->ptr(), I_, 1, o_->ptr(), K_, I_);
+    if (grouped_[2].dp4a)
+      quantize(hg_->ptr(), I_, slots, I_);
+    grouped(grouped_[2], hg_->ptr(), I_, 1, slots, o_->ptr(), K_, I_);
     // Slot r·k + j is row r's choice j: the identity slot table.
     LaunchParams c;
     c.add(o_->ptr()).add(int(K_)).add(identity_->ptr()).add(rowWeight_->ptr()).add(int(k))
@@ -156,12 +173,13 @@ private:
   void swiglu(CudaQueue &q, const Linear &gate, const Linear &up, const Linear &down,
               CUdeviceptr x, int64_t xStride, CUdeviceptr hg, CUdeviceptr hu, int64_t I,
               CUdeviceptr o, int64_t n) const {
-    gate.run(q, x, xStride, hg, I, n, false);
-    up.run(q, x, xStride, hu, I, n, false);
+    const CUdeviceptr xq = xq_ ? xq_->ptr() : 0; // int8 activations: their scratch
+    gate.runInt8(q, x, xStride, hg, I, n, false, xq);
+    up.runInt8(q, x, xStride, hu, I, n, false, xq);
     LaunchParams p;
     p.add(hg).add(I).add(hu).add(I).add(hg).add(I).add(int(I));
     dev_.launch(silu_, {unsigned(n)}, {256}, p, q);
-    down.run(q, hg, I, o, K_, n, false);
+    down.runInt8(q, hg, I, o, K_, n, false, xq);
   }
 
   Status init(const MoeDesc &d) {
@@ -184,9 +202,13 @@ private:
     FM_RETURN_IF_ERROR(fn("fm_moe_combine", combine_));
     FM_RETURN_IF_ERROR(fn("fm_moe_add_gated", addGated_));
     FM_RETURN_IF_ERROR(fn("fm_silu_mul", silu_));
+    // QActivations::Int8 rounds the experts' x to one int8 digit per 32
+    // inputs (the dp4a matvecs, as the Matmul kernel); the other choices
+    // keep f32 x.
+    int8_ = d.activations == kernels::QActivations::Int8;
     auto linear = [&](const WeightDesc &w, Linear &out,
                       bool tensorCores = true) -> Status {
-      auto l = Linear::make(dev_, w, tensorCores);
+      auto l = Linear::make(dev_, w, tensorCores, int8_ && tensorCores);
       if (!l)
         return l.status();
       out = *l;
@@ -220,6 +242,13 @@ private:
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots * I_) * 4, hu_));
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots * K_) * 4, o_));
     hostLogits_.resize(size_t(M * E));
+    if (int8_) {
+      // The rounded rows of the widest matvec input: up to maxRows·k slots
+      // (or maxRows rows of the shared expert) of K or I inputs.
+      const int64_t inputs = std::max({K_, I_, d.hasShared ? d.sharedGate.shape[0] : 0});
+      FM_RETURN_IF_ERROR(alloc(uint64_t(slots * inputs) + uint64_t(slots * (inputs / 32)) * 4, xq_));
+      FM_RETURN_IF_ERROR(fn("fm_quantize_x_q8", quantize_));
+    }
     FM_RETURN_IF_ERROR(initDeviceRouting(d, alloc));
     if (hasShared_) {
       sharedI_ = d.sharedGate.shape[0];
@@ -254,7 +283,8 @@ private:
           return Status::ok(); // mixed: the host routes every launch
       names[p] = w0.kind == WeightKind::F32   ? std::string("fm_matvec_grouped_f32")
                  : w0.kind == WeightKind::F16 ? std::string("fm_matvec_grouped_f16")
-                                              : qKernelName("fm_qmatvec_grouped", w0.format);
+                 : int8_ ? qKernelName("fm_qmatvec_grouped_dp4a", w0.format)
+                         : qKernelName("fm_qmatvec_grouped", w0.format);
     }
     const int64_t E = int64_t(d.gate.size()), k = topK_, slots = kDeviceRoutedRows * k;
     auto route = dev_.function("fm_moe_route");
@@ -279,6 +309,7 @@ private:
       FM_RETURN_IF_ERROR(alloc(table.size() * 8, grouped_[p].table));
       FM_RETURN_IF_ERROR(
           dev_.upload(*grouped_[p].table, 0, table.data(), table.size() * 8));
+      grouped_[p].dp4a = int8_ && projections[p]->front().kind == WeightKind::Quant;
       grouped_[p].fn = *fn; // last: set means ready
     }
     return Status::ok();
@@ -306,6 +337,10 @@ private:
   Grouped grouped_[3];
   CUfunction route_ = nullptr;
   std::unique_ptr<CudaBuffer> probs_, stamp_, choice_, identity_;
+  // QActivations::Int8: the rounded rows (int8, then a scale per 32).
+  bool int8_ = false;
+  CUfunction quantize_ = nullptr;
+  std::unique_ptr<CudaBuffer> xq_;
 };
 
 } // namespace

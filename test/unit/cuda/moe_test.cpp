@@ -294,7 +294,9 @@ protected:
   }
 
   void checkMoe(int64_t M, int64_t topK, bool norm, int64_t sharedI,
-                const QuantFormat *f, bool accumulate);
+                const QuantFormat *f, bool accumulate,
+                kernels::QActivations act = kernels::QActivations::F32,
+                std::vector<float> *output = nullptr);
   void checkMatmul(QuantFormat f, int64_t M, kernels::QActivations act,
                    const std::vector<float> &x, int64_t xStride, double rel);
 
@@ -308,7 +310,8 @@ bool GpuMoe::emulated_ = false;
 std::string GpuMoe::why_;
 
 void GpuMoe::checkMoe(int64_t M, int64_t topK, bool norm, int64_t sharedI,
-                      const QuantFormat *f, bool accumulate) {
+                      const QuantFormat *f, bool accumulate, kernels::QActivations act,
+                      std::vector<float> *output) {
   const int64_t K = 128, I = 64, E = 6;
   auto m = randomMoe(K, I, E, topK, norm, sharedI, 31 + uint32_t(M));
   Weights w;
@@ -353,20 +356,27 @@ void GpuMoe::checkMoe(int64_t M, int64_t topK, bool norm, int64_t sharedI,
   d.normTopk = norm;
   d.accumulate = accumulate;
   d.maxRows = M;
+  d.activations = act;
   run(device_->prepareMoe(d), M);
   const std::vector<float> got = download(*yb, y0.size());
+  if (output)
+    *output = got;
   // Matvec rows in f32; from kGemmMinRows rows an expert's activations go
   // through f16 on the tensor cores.
   float scale = 0;
   for (float v : want)
     scale = std::max(scale, std::fabs(v));
-  const double tol = (f && M >= kGemmMinRows ? 5e-3 : 1e-4) * scale + 1e-5;
+  // int8 activations (one digit per 32 inputs: a half step of max|x| / 127
+  // per input, through two matvecs) below kGemmMinRows rows.
+  const bool int8 = f && act == kernels::QActivations::Int8 && M < kGemmMinRows;
+  const double tol = (int8 ? 2e-2 : f && M >= kGemmMinRows ? 5e-3 : 1e-4) * scale + 1e-5;
   int bad = 0;
   for (int64_t r = 0; r < M; ++r)
     for (int64_t c = 0; c < K; ++c)
       if (!(std::fabs(got[r * yStride + c] - want[r * K + c]) <= tol) && bad++ < 5)
         ADD_FAILURE() << "M=" << M << " topK=" << topK << " shared=" << sharedI
                       << (f ? " packed" : " f32") << (accumulate ? " accumulate" : "")
+                      << " " << kernels::qActivationsName(act)
                       << " y[" << r << "][" << c << "] = " << got[r * yStride + c]
                       << ", want " << want[r * K + c] << " ± " << tol;
   // Columns past the width untouched.
@@ -407,6 +417,24 @@ TEST_F(GpuMoe, DecodeRoutesOnTheDevice) {
       checkMoe(M, 1, false, 64, f, true);
       EXPECT_EQ(fm_cuda_emu::counts().streamSyncs - before, M == 1 ? 2 : 4)
           << "M=" << M << (f ? " packed" : " f32");
+    }
+}
+
+// QActivations::Int8 (the session's --activations int8): the packed
+// experts' x rounded to int8 per 32 inputs on the dp4a matvecs, routed on
+// the device (one row) and on the host (5 rows; 100 take the tensor cores,
+// as the Matmul kernel), the dense router and shared-expert gate in f32.
+TEST_F(GpuMoe, Int8ActivationsAgainstTheReference) {
+  const QuantFormat q4{4, 32, QuantGrid::Balanced}, q8{8, 64, QuantGrid::Affine};
+  for (int64_t M : {1, 5, 100})
+    for (const QuantFormat *f : {&q4, &q8}) {
+      std::vector<float> int8, exact;
+      checkMoe(M, 2, true, 0, f, false, kernels::QActivations::Int8, &int8);
+      checkMoe(M, 4, false, 192, f, true, kernels::QActivations::Int8);
+      // Below the tensor cores' rows the rounding shows: not the f32 path.
+      checkMoe(M, 2, true, 0, f, false, kernels::QActivations::F32, &exact);
+      if (M < kGemmMinRows)
+        EXPECT_NE(int8, exact) << "M=" << M << ": int8 activations gave the f32 outputs";
     }
 }
 

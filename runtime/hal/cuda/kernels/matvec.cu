@@ -114,7 +114,7 @@ __device__ void qmatvecF32(const uint8_t *__restrict__ w,
 template <int BITS, int GROUP, bool AFFINE>
 __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
                             const int8_t *__restrict__ xq,
-                            const float *__restrict__ xs, float *__restrict__ y,
+                            const float *__restrict__ xs, int64_t xRow, float *__restrict__ y,
                             int64_t yStride, int N, int K, int accumulate) {
   using F = QFormat<BITS, GROUP, AFFINE>;
   const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -126,8 +126,8 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
       reinterpret_cast<const uint16_t *>(row + int64_t(K) * BITS / 8);
   const uint16_t *mins = scales + K / GROUP;
   const bool aligned = (reinterpret_cast<uintptr_t>(row) % F::kChunk) == 0;
-  const int8_t *xr = xq + int64_t(blockIdx.y) * K;
-  const float *sr = xs + int64_t(blockIdx.y) * (K / 32);
+  const int8_t *xr = xq + xRow * K;
+  const float *sr = xs + xRow * (K / 32);
   const int chunks = K * BITS / 8 / F::kChunk;
   float acc = 0.0f;
   for (int c = lane; c < chunks; c += 32) {
@@ -165,7 +165,7 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
 } // namespace
 } // namespace fm_cuda
 
-// One entry point per format: fm_qmatvec_{f32,dp4a,grouped}_q<bits>g<group><b|a>.
+// One entry point per format: fm_qmatvec_{f32,dp4a,grouped,grouped_dp4a}_q<bits>g<group><b|a>.
 // grouped: a MoE decode step routed on the device (CudaMoe.cpp): block row
 // s = blockIdx.y is slot s, whose weight is the expert table's entry for
 // expertOf[s] (a device pointer per expert) and whose x row is s / topK;
@@ -182,8 +182,8 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
       fm_qmatvec_dp4a_q##BITS##g##GROUP##GRID(                                 \
           const uint8_t *w, const int8_t *xq, const float *xs, float *y,       \
           int64_t yStride, int N, int K, int accumulate) {                     \
-    fm_cuda::qmatvecDp4a<BITS, GROUP, AFFINE>(w, xq, xs, y, yStride, N, K,     \
-                                              accumulate);                     \
+    fm_cuda::qmatvecDp4a<BITS, GROUP, AFFINE>(w, xq, xs, blockIdx.y, y, yStride, \
+                                              N, K, accumulate);               \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(256)                           \
       fm_qmatvec_grouped_q##BITS##g##GROUP##GRID(                              \
@@ -194,6 +194,16 @@ __device__ void qmatvecDp4a(const uint8_t *__restrict__ w,
         reinterpret_cast<const uint8_t *>(table[expertOf[s]]),                 \
         x + int64_t(s / topK) * xStride, 0, y + int64_t(s) * yStride, 0, N, K, \
         0);                                                                    \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(256)                           \
+      fm_qmatvec_grouped_dp4a_q##BITS##g##GROUP##GRID(                         \
+          const uint64_t *table, const int *expertOf, int topK,                \
+          const int8_t *xq, const float *xs, float *y, int64_t yStride, int N, \
+          int K) {                                                             \
+    const int s = blockIdx.y;                                                  \
+    fm_cuda::qmatvecDp4a<BITS, GROUP, AFFINE>(                                 \
+        reinterpret_cast<const uint8_t *>(table[expertOf[s]]), xq, xs,         \
+        s / topK, y + int64_t(s) * yStride, 0, N, K, 0);                       \
   }
 
 #define FM_QMATVEC_GROUPS(BITS, GRID, AFFINE)                                  \
