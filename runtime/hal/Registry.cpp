@@ -86,7 +86,8 @@ Expected<std::unique_ptr<Device>> openMetal(const DeviceOptions &) {
 Expected<std::unique_ptr<Device>> openCuda(const DeviceOptions &options) {
   cuda::CudaOptions cudaOptions;
   cudaOptions.graphs = options.cudaGraphs;
-  auto d = cuda::CudaDevice::open(0, cudaOptions);
+  // One GPU per rank of a node (defaultOrdinal), or FM_CUDA_DEVICE's.
+  auto d = cuda::CudaDevice::openDefault(cudaOptions);
   if (!d)
     return d.status();
   return std::unique_ptr<Device>(std::move(*d));

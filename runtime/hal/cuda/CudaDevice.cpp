@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace fm::hal::cuda {
 
@@ -172,6 +173,45 @@ fm::DeviceInfo probe() {
   info.present = info.hardware = true;
   info.description = f.description;
   return info;
+}
+
+Expected<int> defaultOrdinal(int count, const std::function<const char *(const char *)> &env) {
+  auto parse = [](const char *text, int &out) {
+    char *end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || v < 0 || v > 1 << 20)
+      return false;
+    out = int(v);
+    return true;
+  };
+  if (const char *asked = env("FM_CUDA_DEVICE")) {
+    int ordinal = 0;
+    if (!parse(asked, ordinal) || ordinal >= count)
+      return Status::error("FM_CUDA_DEVICE='" + std::string(asked) +
+                           "' is not a GPU ordinal below " + std::to_string(count) +
+                           " (the GPUs found)");
+    return ordinal;
+  }
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *rank = env(name)) {
+      int r = 0;
+      if (parse(rank, r) && count > 0)
+        return r % count;
+    }
+  return 0;
+}
+
+Expected<std::unique_ptr<CudaDevice>> CudaDevice::openDefault(const CudaOptions &options) {
+  auto api = driver();
+  if (!api)
+    return api.status();
+  int count = 0;
+  if (CUresult r = (*api)->cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return Status::error("cuDeviceGetCount failed: " + errorText(**api, r));
+  auto ordinal = defaultOrdinal(count, [](const char *name) { return std::getenv(name); });
+  if (!ordinal)
+    return ordinal.status();
+  return openOn(**api, *ordinal, options);
 }
 
 Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal,

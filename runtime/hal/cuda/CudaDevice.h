@@ -11,6 +11,7 @@
 #include "hal/cuda/CudaGraph.h"
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,6 +120,8 @@ public:
   /// Opens GPU `ordinal`: its primary context and the kernel modules.
   static Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0,
                                                     const CudaOptions &options = {});
+  /// open() on defaultOrdinal's GPU.
+  static Expected<std::unique_ptr<CudaDevice>> openDefault(const CudaOptions &options = {});
   /// open() on the driver table `api` instead of the process's libcuda
   /// (the tests' fake driver, test/unit/cuda/graph_test.cpp); `api` must
   /// outlive the device.
@@ -198,6 +201,15 @@ private:
   std::mutex queuesMutex_;
   std::vector<CudaQueue *> queues_; // the live queues (submitQueues)
 };
+
+/// The GPU a process opens when none is named (the registry's "cuda"):
+/// FM_CUDA_DEVICE when set (an ordinal below `count`), else the process's
+/// rank on its node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+/// SLURM_LOCALID, the first set) modulo `count`, so that the MPI ranks of a
+/// node, one per track, take a GPU each; else 0. `env` reads a variable
+/// (std::getenv; the tests pass their own). An FM_CUDA_DEVICE that is no
+/// ordinal below `count` is an error naming it.
+Expected<int> defaultOrdinal(int count, const std::function<const char *(const char *)> &env);
 
 /// What the registry lists: present with the GPU's description, or absent
 /// with the reason (no driver, no device, a GPU older than sm_80).

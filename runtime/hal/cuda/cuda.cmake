@@ -149,6 +149,8 @@ if(FM_BUILD_TESTS)
   # The MoE routing plan and the matmul launch geometry on the host.
   add_test(NAME runtime.cuda.moe-plan COMMAND fm_cuda_test
     --gtest_filter=CudaMoePlan.*:CudaLaunchGeometry.*)
+  # Which GPU a process (an MPI rank) opens, from its environment.
+  add_test(NAME runtime.cuda.ordinal COMMAND fm_cuda_test --gtest_filter=CudaOrdinal.*)
   # fm-run without a driver: cuda listed as absent with the reason, and
   # --device cuda a clear error (on the artifact runtime.cuda.nodriver
   # writes).

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <random>
 #include <tuple>
 
@@ -262,6 +263,32 @@ TEST(CudaPtx, CompiledArtifactLoadsWithoutADriver) {
   }
   std::printf("%s: %zu generated CUDA kernels, metadata matches the PTX\n", path,
               fns->size());
+}
+
+// The GPU a process opens: FM_CUDA_DEVICE, else its rank on the node
+// modulo the GPUs (one per MPI rank), else 0; a bad FM_CUDA_DEVICE is an
+// error naming it. No driver needed.
+TEST(CudaOrdinal, FromTheEnvironment) {
+  auto with = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char *name) -> const char * {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_EQ(*defaultOrdinal(4, with({})), 0);
+  EXPECT_EQ(*defaultOrdinal(4, with({{"OMPI_COMM_WORLD_LOCAL_RANK", "2"}})), 2);
+  EXPECT_EQ(*defaultOrdinal(4, with({{"OMPI_COMM_WORLD_LOCAL_RANK", "5"}})), 1);
+  EXPECT_EQ(*defaultOrdinal(2, with({{"MPI_LOCALRANKID", "3"}})), 1);
+  EXPECT_EQ(*defaultOrdinal(8, with({{"SLURM_LOCALID", "7"}})), 7);
+  EXPECT_EQ(*defaultOrdinal(4, with({{"FM_CUDA_DEVICE", "3"}, {"SLURM_LOCALID", "1"}})), 3);
+  for (const char *bad : {"4", "-1", "one", "1x", ""}) {
+    auto o = defaultOrdinal(4, with({{"FM_CUDA_DEVICE", bad}}));
+    ASSERT_FALSE(o.isOk()) << bad;
+    EXPECT_NE(o.message().find("FM_CUDA_DEVICE='" + std::string(bad) +
+                               "' is not a GPU ordinal below 4"),
+              std::string::npos)
+        << o.message();
+  }
 }
 
 // ---------------------------------------------------------------------------
