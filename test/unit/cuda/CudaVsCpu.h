@@ -18,19 +18,17 @@ namespace fm::hal::cuda {
 using gputest::Blob;
 using gputest::expectClose;
 using gputest::randomFloats;
+using gputest::rowsOf;
 using gputest::Side;
 using kernels::QuantFormat;
 using kernels::QuantGrid;
-
-inline Rows rowsOf(Buffer *b, int64_t stride, int64_t width, int64_t firstCol = 0) {
-  return Rows{b, uint64_t(firstCol) * 4, stride, width};
-}
 
 /// A CUDA device (a GPU, or the block emulator under runtime.cuda.emulated;
 /// the test skips with neither) and the CPU device, with the test's weights
 /// imported in both.
 class CudaVsCpu : public ::testing::Test {
-protected:
+public: // to the shared cases (VisionCases.h) too
+
   static void SetUpTestSuite() { fm_cuda_emu::installIfAsked(); }
   void SetUp() override {
     auto d = CudaDevice::open(0);

@@ -22,6 +22,12 @@ namespace fm::hal::gputest {
 using kernels::QuantFormat;
 using kernels::QuantGrid;
 
+/// Rows of `b`: `stride` floats apart, `width` wide, from float
+/// `offsetFloats`.
+inline Rows rowsOf(Buffer *b, int64_t stride, int64_t width, uint64_t offsetFloats = 0) {
+  return Rows{b, offsetFloats * 4, stride, width};
+}
+
 /// One device with the test's weights imported and its activation buffers.
 struct Side {
   std::unique_ptr<Device> device;
