@@ -103,6 +103,14 @@ fi
 
 OUT=$(cd "${1:?usage: check-cuda.sh --prepare BUILD OUT | check-cuda.sh OUT}" && pwd)
 status=0
+# NCCL: the machine's, else the copy PyTorch's wheels carry
+# (nvidia/nccl/lib), for GpuNccl.OneRankAllReduceDirectAndInAGraph (one
+# rank's communicator, its all-reduce direct and in a CUDA graph).
+if [ -z "${FM_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2> /dev/null | grep -q 'libnccl\.so\.2 '; then
+  nccl=$(find /usr /opt /root /home -name libnccl.so.2 -path '*nvidia/nccl/lib*' 2> /dev/null | head -1)
+  [ -n "$nccl" ] && export FM_NCCL_LIBRARY="$nccl"
+fi
+echo "check-cuda: NCCL library: ${FM_NCCL_LIBRARY:-libnccl.so.2 on the loader path, if any}"
 "$OUT/gpu-check.sh" "$OUT" 2>&1 | tee "$OUT/gpu-check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
@@ -191,6 +199,7 @@ done
 
 echo "== check-cuda summary"
 grep -E '^(ptxas|tests|gpu-check):' "$OUT/gpu-check.log"
+grep -E '^NCCL .*: one rank on' "$OUT/gpu-check.log"
 grep -E 'GB/s' "$OUT/gpu-check.log" | tail -20
 printf '%s' "$summary"
 echo "check-cuda: status $status"

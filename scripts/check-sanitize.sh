@@ -86,7 +86,7 @@ built=$(date +%s)
 # Left out: the tests that run no fmc code (python's own checks, ptxas on
 # the CUDA sources, the NEON check's uninstrumented cross-build under qemu,
 # the layering grep, the standalone runtime rebuild), the vision benchmark,
-# runtime.mpi (the mpi stage below runs it),
+# runtime.mpi and runtime.mpi.* (the mpi stage below runs them),
 # and the tests the stages below run their own way (lit, corrupt.flips).
 # Two at a time: most are single-threaded (one process after another), and
 # the threaded ones have serial stretches. FM_TEST_SAMPLE (default 4) has the
@@ -94,7 +94,7 @@ built=$(date +%s)
 # constrained generation) run 1/N of their cases: each case costs ~30x
 # under ASan, every code path still runs, and the plain build runs them all.
 stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
-  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon(\.sanitize)?|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi)$'
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon(\.sanitize)?|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi(\..*)?)$'
 units=$(date +%s)
 
 # Every lit test with this build's fmc, fm-opt and fm-run (its
@@ -105,13 +105,13 @@ units=$(date +%s)
 LIT=$(sed -n 's/^LLVM_LIT:FILEPATH=//p' "$PLAIN/CMakeCache.txt")
 stage lit "$LIT" -sv -j"$JOBS" --filter-out 'fm :: e2e/[^ ]*_mpi\.test' "$ASAN_BUILD/test"
 lit_done=$(date +%s)
-# The MPI runs (runtime.mpi, lit's e2e/*_mpi.test: mpirun starts this
+# The MPI runs (runtime.mpi, runtime.mpi.cuda-nccl, lit's e2e/*_mpi.test: mpirun starts this
 # build's fm-run on every rank), with Open MPI's own leaks suppressed by
 # library (scripts/lsan-openmpi.supp says why; fmc's leaks are still
 # reported) and the slow unwinder that reaches those libraries' frames.
 mpi_env=(ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
          LSAN_OPTIONS="suppressions=$SRC/scripts/lsan-openmpi.supp")
-stage mpi env "${mpi_env[@]}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -R '^runtime\.mpi$'
+stage mpi env "${mpi_env[@]}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -R '^runtime\.mpi(\..*)?$'
 stage mpi-lit env "${mpi_env[@]}" "$LIT" -sv -j"$JOBS" --filter 'fm :: e2e/[^ ]*_mpi\.test' "$ASAN_BUILD/test"
 mpi_done=$(date +%s)
 stage flips /usr/bin/python3 "$SRC/test/corrupt/flip_bytes.py" --bin "$ASAN_BUILD/bin" --fmc "$ASAN_BUILD/bin/fmc" \

@@ -255,6 +255,11 @@ struct CopyRowDesc {
 struct CollectiveStats {
   int64_t allReduces = 0; // AllReduce commands run
   double ms = 0.0;        // wall time in them (the reduction and the scale)
+  /// How the ranks' rows meet: "" (one rank), "host" (the Communicator's
+  /// allReduceSum on host memory), or "NCCL 2.x.y" (the CUDA device's
+  /// ncclAllReduce on device memory, whose time runs on the GPU and is not
+  /// in `ms`).
+  std::string transport;
 };
 
 /// out = scale · Σ over the ranks of `comm` of (Σ of that rank's inputs).

@@ -926,6 +926,7 @@ SessionStats Session::stats() const {
   st.rank = s.exec->comm().rank();
   st.collectives = s.exec->collectiveStats().allReduces;
   st.collectiveMs = s.exec->collectiveStats().ms;
+  st.collectiveTransport = s.exec->collectiveStats().transport;
   st.decodeTokens = s.decodeTokens;
   st.decodeCollectives = s.decodeCollectives;
   st.deviceMs = s.exec->deviceMs();

@@ -448,6 +448,9 @@ int run(const Args &args, fm::Communicator *comm) {
                    "fm-run: prefill's one-time GEMM repack: %.3f ms (not in "
                    "prefill_tokens_per_s)\n",
                    repackMs);
+    // How the ranks' sums travel ("host", "NCCL 2.x.y"); null for one rank.
+    const std::string transport =
+        st.collectiveTransport.empty() ? "null" : "\"" + st.collectiveTransport + "\"";
     // GPU time from the device's timestamps, where it measures them.
     char deviceMs[32] = "null";
     if (st.deviceMs >= 0.0)
@@ -461,7 +464,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 "\"anon_rss_mb\": %.1f, \"session_mb\": %.1f, "
                 "\"copied_weights_mb\": %.1f, \"device_ms\": %s, "
                 "\"images\": %zu, \"encode_ms\": %.3f, "
-                "\"gemm_repack_ms\": %.3f, %s}\n",
+                "\"gemm_repack_ms\": %.3f, \"collective_transport\": %s, %s}\n",
                 loadMs, static_cast<long long>(prefillTokens),
                 perSecond(prefillTokens, prefillMs),
                 static_cast<long long>(decodeTokens),
@@ -471,7 +474,8 @@ int run(const Args &args, fm::Communicator *comm) {
                 model->device().c_str(), anonRssMb(),
                 double(session->memoryBytes()) / (1024.0 * 1024.0),
                 double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs,
-                args.images.size(), encodeMs, repackMs, fmrun::launchesJson(st).c_str());
+                args.images.size(), encodeMs, repackMs, transport.c_str(),
+                fmrun::launchesJson(st).c_str());
   }
   std::fflush(stdout);
   return exitStatus;

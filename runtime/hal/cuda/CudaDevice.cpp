@@ -67,6 +67,13 @@ void CudaQueue::copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
   recorder_.recordCopy(dst, src, bytes);
 }
 
+void CudaQueue::allReduce(const NcclComm &comm, CUdeviceptr data, uint64_t count) {
+  if (count == 0)
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  recorder_.recordAllReduce(comm, data, count);
+}
+
 Status CudaQueue::submit() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (recorder_.empty())
@@ -261,10 +268,32 @@ CudaDevice::CudaDevice(const DriverApi &api, CUdevice dev, CUcontext ctx,
 
 CudaDevice::~CudaDevice() {
   if (enter()) {
+    nccl_.clear(); // ncclCommDestroy while the context lives
     for (CUmodule m : modules_)
       api_.cuModuleUnload(m);
   }
   api_.cuDevicePrimaryCtxRelease(dev_);
+}
+
+Expected<const NcclComm *> CudaDevice::ncclFor(Communicator &ranks, std::string *why) {
+  std::lock_guard<std::mutex> lock(ncclMutex_);
+  auto it = nccl_.find(&ranks);
+  if (it == nccl_.end()) {
+    FM_RETURN_IF_ERROR(enter());
+    NcclEntry e;
+    auto made = NcclComm::create(ranks, e.why);
+    if (!made)
+      return made.status();
+    e.comm = std::move(*made);
+    if (!e.comm && ranks.rank() == 0)
+      std::fprintf(stderr, "fm: cuda: the all-reduce of %d ranks is staged through the host "
+                           "(%s)\n",
+                   ranks.size(), e.why.c_str());
+    it = nccl_.emplace(&ranks, std::move(e)).first;
+  }
+  if (why)
+    *why = it->second.why;
+  return static_cast<const NcclComm *>(it->second.comm.get());
 }
 
 Status CudaDevice::enter() const {

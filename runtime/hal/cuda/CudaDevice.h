@@ -9,9 +9,11 @@
 #include "hal/Device.h"
 #include "hal/cuda/CudaDriver.h"
 #include "hal/cuda/CudaGraph.h"
+#include "hal/cuda/Nccl.h"
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +98,9 @@ public:
   void launch(CUfunction fn, Dim3 grid, Dim3 block, const uint64_t *args, int numArgs);
   /// Records a device-to-device copy.
   void copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  /// Records an in-place sum of `count` floats at `data` across the ranks
+  /// of `comm` (ncclAllReduce on the stream).
+  void allReduce(const NcclComm &comm, CUdeviceptr data, uint64_t count);
   /// Puts the pending segment on the stream (as one graph or directly).
   Status submit();
   /// Submits, then waits for the stream; an error names `what` waited
@@ -178,6 +183,12 @@ public:
               CudaQueue &queue) const;
   /// Device memory the kernels own (scratch), in a Buffer.
   Expected<std::unique_ptr<CudaBuffer>> allocateDevice(uint64_t bytes);
+  /// The NCCL communicator over `ranks` (a session's Communicator of more
+  /// than one rank), made the first time a kernel asks (NcclComm::create:
+  /// every rank asks at its first AllReduce kernel); null where the ranks
+  /// stage their sums through the host (NCCL missing on some rank, or
+  /// FM_NCCL=0), with `why` set. Kept as long as the device.
+  Expected<const NcclComm *> ncclFor(Communicator &ranks, std::string *why);
   /// Compute capability, e.g. 90 for sm_90.
   int smVersion() const { return sm_; }
   /// Theoretical DRAM bandwidth from the memory clock and bus width, GB/s.
@@ -200,6 +211,13 @@ private:
   CudaOptions options_;
   std::mutex queuesMutex_;
   std::vector<CudaQueue *> queues_; // the live queues (submitQueues)
+  /// Per Communicator: its NCCL communicator (null: host staging, and why).
+  struct NcclEntry {
+    std::unique_ptr<NcclComm> comm;
+    std::string why;
+  };
+  std::mutex ncclMutex_;
+  std::map<const Communicator *, NcclEntry> nccl_;
 };
 
 /// The GPU a process opens when none is named (the registry's "cuda"):

@@ -19,9 +19,11 @@ uint64_t graphShape(const std::vector<GraphOp> &ops) {
   uint64_t h = 14695981039346656037ull;
   mix(h, ops.size());
   for (const GraphOp &op : ops) {
+    mix(h, op.kind);
     mix(h, reinterpret_cast<uintptr_t>(op.fn));
-    if (!op.fn) {
+    if (op.kind != GraphOp::Launch) {
       mix(h, op.bytes);
+      mix(h, reinterpret_cast<uintptr_t>(op.comm));
       continue;
     }
     for (int d = 0; d < 3; ++d) {
@@ -58,15 +60,59 @@ void GraphRecorder::recordLaunch(CUfunction fn, const unsigned (&grid)[3],
 
 void GraphRecorder::recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
   GraphOp op;
+  op.kind = GraphOp::Copy;
   op.dst = dst;
   op.src = src;
   op.bytes = bytes;
   ops_.push_back(op);
 }
 
+void GraphRecorder::recordAllReduce(const NcclComm &comm, CUdeviceptr data, uint64_t count) {
+  GraphOp op;
+  op.kind = GraphOp::AllReduce;
+  op.dst = op.src = data;
+  op.bytes = count * sizeof(float);
+  op.comm = &comm;
+  ops_.push_back(op);
+}
+
+Status GraphRecorder::issueAllReduces(size_t &i, CUstream stream) {
+  // A run of all-reduces on one communicator is one NCCL group (the rows
+  // of a strided block go as one operation).
+  size_t end = i;
+  while (end < ops_.size() && ops_[end].kind == GraphOp::AllReduce &&
+         ops_[end].comm == ops_[i].comm)
+    ++end;
+  const NcclComm &comm = *ops_[i].comm;
+  const NcclApi &nccl = comm.api();
+  const bool group = end - i > 1;
+  if (group)
+    FM_RETURN_IF_ERROR(ncclCheck(nccl, nccl.ncclGroupStart(), "ncclGroupStart"));
+  Status status = Status::ok();
+  for (; i < end && status.isOk(); ++i) {
+    void *data = reinterpret_cast<void *>(uintptr_t(ops_[i].dst));
+    status = ncclCheck(nccl,
+                       nccl.ncclAllReduce(data, data, ops_[i].bytes / sizeof(float), ncclFloat32,
+                                          ncclSum, comm.handle(), stream),
+                       "ncclAllReduce");
+  }
+  if (group) {
+    const Status ended = ncclCheck(nccl, nccl.ncclGroupEnd(), "ncclGroupEnd");
+    if (status.isOk())
+      status = ended;
+  }
+  i = end - 1; // the caller's loop steps past the last one
+  return status;
+}
+
 Status GraphRecorder::issue(CUstream stream) {
-  for (const GraphOp &op : ops_) {
-    if (!op.fn) {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const GraphOp &op = ops_[i];
+    if (op.kind == GraphOp::AllReduce) {
+      FM_RETURN_IF_ERROR(issueAllReduces(i, stream));
+      continue;
+    }
+    if (op.kind == GraphOp::Copy) {
       FM_RETURN_IF_ERROR(check(api_, api_.cuMemcpyDtoDAsync(op.dst, op.src, op.bytes, stream),
                                "cuMemcpyDtoDAsync"));
       continue;
@@ -85,7 +131,7 @@ Status GraphRecorder::issue(CUstream stream) {
 
 Status GraphRecorder::runDirect(CUstream stream) {
   for (const GraphOp &op : ops_)
-    directLaunches_ += op.fn != nullptr;
+    directLaunches_ += op.kind == GraphOp::Launch;
   return issue(stream);
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "hal/cuda/CudaDriver.h"
+#include "hal/cuda/Nccl.h"
 
 #include <cstdint>
 #include <map>
@@ -17,15 +18,19 @@ namespace fm::hal::cuda {
 
 /// One recorded stream operation: a kernel launch (its argument values are
 /// numArgs words of the recorder's pool from firstArg; cuLaunchKernel's
-/// pointers are made to point at them at replay), or a device-to-device
-/// copy.
+/// pointers are made to point at them at replay), a device-to-device copy,
+/// or an NCCL all-reduce (a float sum across the ranks, in place on
+/// `bytes / 4` floats at dst; NCCL's kernels join the captured graph).
 struct GraphOp {
-  CUfunction fn = nullptr; // null: the copy
+  enum Kind : uint8_t { Launch, Copy, AllReduce };
+  Kind kind = Launch;
+  CUfunction fn = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   uint32_t firstArg = 0;
   int numArgs = 0;
   CUdeviceptr dst = 0, src = 0;
   uint64_t bytes = 0;
+  const NcclComm *comm = nullptr; // AllReduce
 };
 
 /// What a segment's graph depends on beyond the argument values: the
@@ -63,6 +68,9 @@ public:
   void recordLaunch(CUfunction fn, const unsigned (&grid)[3], const unsigned (&block)[3],
                     const uint64_t *args, int numArgs);
   void recordCopy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
+  /// Records an in-place sum of `count` floats at `data` across the ranks
+  /// of `comm`; consecutive ones are issued as one NCCL group.
+  void recordAllReduce(const NcclComm &comm, CUdeviceptr data, uint64_t count);
   bool empty() const { return ops_.empty(); }
   /// Runs the recorded operations on `stream` in order (as a graph or
   /// directly, graphStep) and forgets them. A capture, instantiation or
@@ -78,6 +86,9 @@ public:
 private:
   /// Issues the operations on `stream` (into a capture, or to run).
   Status issue(CUstream stream);
+  /// Issues the run of all-reduces that starts at ops_[i] (one NCCL group
+  /// where there are several); leaves i at the run's last.
+  Status issueAllReduces(size_t &i, CUstream stream);
   Status runDirect(CUstream stream);
   Status capture(CUstream stream, CUgraph *graph);
   void disable(const std::string &why);

@@ -435,8 +435,17 @@ public:
     k->add_ = *add;
     k->scale_ = *scale;
     k->zero_ = *zero;
-    if (d.comm && d.comm->size() > 1)
-      k->host_.resize(size_t(std::max<int64_t>(1, d.maxRows)) * d.out.width);
+    if (d.comm && d.comm->size() > 1) {
+      // GPU to GPU where every rank has NCCL; else through the host.
+      auto nccl = dev.ncclFor(*d.comm, nullptr);
+      if (!nccl)
+        return nccl.status();
+      k->nccl_ = *nccl;
+      if (!k->nccl_)
+        k->host_.resize(size_t(std::max<int64_t>(1, d.maxRows)) * d.out.width);
+      if (d.stats)
+        d.stats->transport = k->nccl_ ? k->nccl_->version() : "host";
+    }
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
@@ -459,7 +468,16 @@ public:
         p.add(out_).add(stride_).add(int(width_));
         dev_.launch(zero_, {M}, {256}, p, q);
       }
-      if (comm_ && comm_->size() > 1) {
+      if (nccl_) {
+        // Device memory to device memory, after the sums above on the
+        // same stream; recorded, so a decode step stays one graph. Rows
+        // with gaps between them go one by one (one NCCL group).
+        if (stride_ == width_)
+          q.allReduce(*nccl_, out_, uint64_t(l.rows * width_));
+        else
+          for (int64_t r = 0; r < l.rows; ++r)
+            q.allReduce(*nccl_, out_ + CUdeviceptr(r * stride_ * 4), uint64_t(width_));
+      } else if (comm_ && comm_->size() > 1) {
         // Staged through the host: one collective of the dense rows, once
         // the sums above are done.
         const DriverApi &api = dev_.api();
@@ -516,6 +534,7 @@ private:
   int64_t stride_, width_;
   float factor_;
   Communicator *comm_;
+  const NcclComm *nccl_ = nullptr; // null: host staging (or one rank)
   CollectiveStats *stats_;
   std::vector<Input> inputs_;
   bool inPlace_ = false;

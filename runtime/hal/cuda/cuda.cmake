@@ -65,6 +65,7 @@ target_sources(fm_hal PRIVATE
   ${_fm_cuda_dir}/CudaLinear.cpp
   ${_fm_cuda_dir}/CudaMoe.cpp
   ${_fm_cuda_dir}/CudaVision.cpp
+  ${_fm_cuda_dir}/Nccl.cpp
   ${_fm_cuda_out}/CudaPtx.cpp)
 target_compile_definitions(fm_hal PRIVATE FM_HAL_CUDA=1)
 message(STATUS "CUDA device: on (${FM_CUDA_ARCH} PTX by ${FM_CUDA_CLANG}, toolkit ${FM_CUDA_PATH})")
@@ -127,9 +128,15 @@ if(FM_BUILD_TESTS)
   add_executable(fm_cuda_test ${_fm_cuda_test_dir}/cuda_test.cpp
     ${_fm_cuda_test_dir}/qdecode_test.cpp ${_fm_cuda_test_dir}/moe_test.cpp
     ${_fm_cuda_test_dir}/graph_test.cpp ${_fm_cuda_test_dir}/vision_test.cpp
-    ${_fm_cuda_test_dir}/lora_test.cpp
+    ${_fm_cuda_test_dir}/lora_test.cpp ${_fm_cuda_test_dir}/nccl_test.cpp
     ${_fm_cuda_test_dir}/emu/CudaEmu.cpp
     ${_fm_cuda_emu_src})
+  # Nccl.h's declarations against nccl.h, where the toolkit ships it.
+  if(EXISTS "${FM_CUDA_PATH}/include/nccl.h")
+    target_sources(fm_cuda_test PRIVATE ${_fm_cuda_test_dir}/nccl_abi_check.cpp)
+    set_source_files_properties(${_fm_cuda_test_dir}/nccl_abi_check.cpp PROPERTIES
+      INCLUDE_DIRECTORIES "${FM_CUDA_PATH}/include")
+  endif()
   target_include_directories(fm_cuda_test PRIVATE
     ${CMAKE_SOURCE_DIR}/runtime/src ${CMAKE_SOURCE_DIR}/test/unit/runtime
     ${_fm_cuda_test_dir}/emu ${CMAKE_SOURCE_DIR}/test/unit/gpu)
@@ -155,6 +162,12 @@ if(FM_BUILD_TESTS)
   # on that table: what its kernels record and when they reach the stream.
   add_test(NAME runtime.cuda.graph COMMAND fm_cuda_test
     --gtest_filter=CudaGraph.*:CudaGraphDevice.*)
+  # The all-reduce through NCCL on the fake driver and a fake NCCL (what is
+  # recorded, captured, grouped; host staging where a rank lacks NCCL), and
+  # the machine's libnccl.so.2 bound where it is installed. Across MPI
+  # ranks on the emulator: runtime.mpi.cuda-nccl (test/CMakeLists.txt).
+  add_test(NAME runtime.cuda.nccl COMMAND fm_cuda_test
+    --gtest_filter=CudaNcclDevice.*:NcclLoader.*)
   # The MoE routing plan and the matmul launch geometry on the host.
   add_test(NAME runtime.cuda.moe-plan COMMAND fm_cuda_test
     --gtest_filter=CudaMoePlan.*:CudaLaunchGeometry.*)

@@ -270,6 +270,10 @@ struct SessionStats {
   /// and the scale.
   int64_t collectives = 0;
   double collectiveMs = 0.0;
+  /// How the ranks' sums travel: "" (one rank), "host" (MPI on host
+  /// memory), "NCCL 2.x.y" (the CUDA device, GPU to GPU; its time is GPU
+  /// time, not in collectiveMs).
+  std::string collectiveTransport;
   /// decode() calls, and the AllReduce commands they ran.
   int64_t decodeTokens = 0;
   int64_t decodeCollectives = 0;

@@ -65,6 +65,8 @@ Expected<std::unique_ptr<hal::Kernel>> build(BuildContext &c,
   d.comm = c.communicator();
   d.stats = c.collectiveStats();
   d.maxRows = c.maxRows();
+  if (d.stats && d.comm && d.comm->size() > 1 && d.stats->transport.empty())
+    d.stats->transport = "host"; // a device with its own transport says so
   return c.device().prepareAllReduce(d);
 }
 

@@ -262,6 +262,7 @@ TEST_F(CudaGraph, ShapeIgnoresWhereArgumentValuesLieButNotGeometryOrKernels) {
     v[0].firstArg = firstArg;
     v[0].numArgs = numArgs;
     v[1].fn = second ? fn(second) : nullptr;
+    v[1].kind = second ? GraphOp::Launch : GraphOp::Copy;
     v[1].bytes = bytes;
     return v;
   };
@@ -272,6 +273,10 @@ TEST_F(CudaGraph, ShapeIgnoresWhereArgumentValuesLieButNotGeometryOrKernels) {
   EXPECT_NE(graphShape(ops(0, 4, 0, 128)), base);
   EXPECT_NE(graphShape(ops(0, 4, 0, 64, 2)), base);
   EXPECT_NE(graphShape({}), base);
+  // An all-reduce of as many bytes is not the copy.
+  std::vector<GraphOp> reduce = ops(0, 4, 0, 64);
+  reduce[1].kind = GraphOp::AllReduce;
+  EXPECT_NE(graphShape(reduce), base);
 }
 
 TEST_F(CudaGraph, FirstSegmentDirectSecondInstantiatedThenUpdatedPerToken) {
@@ -630,6 +635,183 @@ TEST_F(CudaGraphDevice, AllReduceStagesThroughTheHostAfterThePendingSegment) {
   ASSERT_TRUE(queue_->flush().isOk());
   EXPECT_EQ(gLog.back(), "sync");
   EXPECT_EQ(gLog[gLog.size() - 2], "launch fm_scale_rows");
+}
+
+/// Two ranks, both with NCCL: this rank's "can" doubles (the other rank's
+/// is the same), rank 0's unique id stays (broadcast from rank 0).
+class TwoNcclRanks final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Status allReduceSum(float *data, int64_t count) override {
+    gLog.push_back("all-reduce " + std::to_string(count));
+    for (int64_t i = 0; i < count; ++i)
+      data[i] *= 2.0f;
+    return Status::ok();
+  }
+  Status broadcast(int32_t *, int64_t count, int root) override {
+    gLog.push_back("broadcast " + std::to_string(count) + " from " + std::to_string(root));
+    return Status::ok();
+  }
+};
+
+// The fake NCCL: logs "nccl init N R", "nccl all-reduce COUNT" (in place,
+// floats, sum; "capture " inside a capture), "nccl group", "nccl end
+// group", "nccl destroy".
+ncclResult_t fakeNcclVersion(int *v) {
+  *v = 22105;
+  return ncclSuccess;
+}
+ncclResult_t fakeNcclId(ncclUniqueId *id) {
+  std::memset(id->internal, 7, sizeof id->internal);
+  return ncclSuccess;
+}
+ncclResult_t fakeNcclInit(ncclComm_t *c, int n, ncclUniqueId id, int rank) {
+  EXPECT_EQ(id.internal[0], 7);
+  gLog.push_back("nccl init " + std::to_string(n) + " " + std::to_string(rank));
+  *c = reinterpret_cast<ncclComm_t>(uintptr_t(0x500));
+  return ncclSuccess;
+}
+ncclResult_t fakeNcclDestroy(ncclComm_t) {
+  gLog.push_back("nccl destroy");
+  return ncclSuccess;
+}
+std::vector<uintptr_t> gNcclData; // each all-reduce's address
+
+ncclResult_t fakeNcclAllReduce(const void *send, void *recv, size_t count, int type, int op,
+                               ncclComm_t, CUstream) {
+  EXPECT_EQ(send, recv);
+  gNcclData.push_back(reinterpret_cast<uintptr_t>(recv));
+  EXPECT_EQ(type, ncclFloat32);
+  EXPECT_EQ(op, ncclSum);
+  gLog.push_back(captured("nccl all-reduce " + std::to_string(count)));
+  return ncclSuccess;
+}
+ncclResult_t fakeNcclGroupStart() {
+  gLog.push_back(captured("nccl group"));
+  return ncclSuccess;
+}
+ncclResult_t fakeNcclGroupEnd() {
+  gLog.push_back(captured("nccl end group"));
+  return ncclSuccess;
+}
+const char *fakeNcclError(ncclResult_t) { return "fake NCCL error"; }
+
+const NcclApi kFakeNccl = {fakeNcclVersion, fakeNcclId,        fakeNcclInit,
+                           fakeNcclDestroy, fakeNcclAllReduce, fakeNcclGroupStart,
+                           fakeNcclGroupEnd, fakeNcclError};
+
+class CudaNcclDevice : public CudaGraphDevice {
+protected:
+  void SetUp() override {
+    CudaGraphDevice::SetUp();
+    setNcclForTests(&kFakeNccl);
+  }
+  void TearDown() override {
+    closeDevice(); // with its communicator, while the fake is set
+    setNcclForTests(nullptr);
+  }
+  void closeDevice() {
+    embed_.reset();
+    matmul_.reset();
+    copyRow_.reset();
+    queue_.reset();
+    arena_.reset();
+    weights_.reset();
+    device_.reset();
+  }
+  std::unique_ptr<Kernel> prepareReduce(Communicator &ranks, Rows out, CollectiveStats *stats) {
+    AllReduceDesc d;
+    d.inputs = {rows(1)};
+    d.out = out;
+    d.scale = 0.5f;
+    d.comm = &ranks;
+    d.stats = stats;
+    d.maxRows = 2;
+    return prepared(device_->prepareAllReduce(d));
+  }
+};
+
+// Where every rank has NCCL the sum goes GPU to GPU: the communicator is
+// made once (every rank's "can", rank 0's id, init), the all-reduce is
+// recorded after this rank's partial sums with no host synchronization,
+// and a step with it replays as one graph from the second.
+TEST_F(CudaNcclDevice, AllReduceGoesThroughNcclInsideTheGraph) {
+  open(true);
+  TwoNcclRanks ranks;
+  CollectiveStats stats;
+  std::unique_ptr<Kernel> reduce = prepareReduce(ranks, rows(2), &stats);
+  ASSERT_TRUE(reduce);
+  EXPECT_EQ(gLog, (Log{"all-reduce 1", "broadcast 32 from 0", "nccl init 2 0"}));
+  EXPECT_EQ(stats.transport, "NCCL 2.21.5");
+  // A second kernel on the same ranks makes no second communicator.
+  gLog.clear();
+  ASSERT_TRUE(prepareReduce(ranks, rows(3), nullptr));
+  EXPECT_EQ(gLog, Log{});
+  const Log step = {"launch fm_matvec_f32", "launch fm_add_rows", "nccl all-reduce 8",
+                    "launch fm_scale_rows"};
+  for (int64_t pos = 0; pos < 3; ++pos) {
+    gLog.clear();
+    run(matmul_, pos);
+    run(reduce, pos);
+    EXPECT_EQ(gLog, Log{}) << "step " << pos << ": nothing reaches the stream before the flush";
+    ASSERT_TRUE(queue_->flush().isOk());
+    if (pos == 0) {
+      EXPECT_EQ(gLog, concat({step, {"sync"}}));
+    } else {
+      Log capture = {"begin"};
+      for (const std::string &op : step)
+        capture.push_back("capture " + op);
+      capture.push_back("end");
+      EXPECT_EQ(gLog, concat({capture, {pos == 1 ? "instantiate" : "update", "destroy",
+                                        "graph-launch", "sync"}}))
+          << "step " << pos;
+    }
+  }
+  EXPECT_EQ(stats.allReduces, 3);
+  gLog.clear();
+  reduce.reset();
+  closeDevice();
+  EXPECT_EQ(std::count(gLog.begin(), gLog.end(), "nccl destroy"), 1);
+}
+
+// Two rows with a gap between them (an out stride above the width): one
+// all-reduce per row, in one NCCL group.
+TEST_F(CudaNcclDevice, StridedRowsGoAsOneNcclGroup) {
+  open(false);
+  TwoNcclRanks ranks;
+  std::unique_ptr<Kernel> reduce =
+      prepareReduce(ranks, Rows{arena_.get(), 128, 2 * kWidth, kWidth}, nullptr);
+  ASSERT_TRUE(reduce);
+  gLog.clear();
+  gNcclData.clear();
+  const int32_t tokens[2] = {0, 1};
+  ASSERT_TRUE(reduce->run(*queue_, Launch{2, 0, tokens}).isOk());
+  ASSERT_TRUE(queue_->flush().isOk());
+  EXPECT_EQ(gLog, (Log{"launch fm_add_rows", "nccl group", "nccl all-reduce 8",
+                       "nccl all-reduce 8", "nccl end group", "launch fm_scale_rows", "sync"}));
+  // Each row where it lies: the out rows at 128 bytes, one stride apart.
+  ASSERT_EQ(gNcclData.size(), 2u);
+  EXPECT_EQ(gNcclData[0], uintptr_t(devicePtr(arena_.get(), 128)));
+  EXPECT_EQ(gNcclData[1] - gNcclData[0], 2 * kWidth * sizeof(float));
+}
+
+// A rank without NCCL (here: the other one) makes every rank stage through
+// the host, with one line saying why; no NCCL call is made.
+TEST_F(CudaNcclDevice, ARankWithoutNcclMakesAllStageThroughTheHost) {
+  open(true);
+  TwoRanks ranks; // its sum leaves this rank's 1: the other said 0
+  CollectiveStats stats;
+  testing::internal::CaptureStderr();
+  std::unique_ptr<Kernel> reduce = prepareReduce(ranks, rows(2), &stats);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(reduce);
+  EXPECT_EQ(err, "fm: cuda: the all-reduce of 2 ranks is staged through the host (1 of 2 "
+                 "ranks have no NCCL)\n");
+  EXPECT_EQ(stats.transport, "host");
+  gLog.clear();
+  run(reduce);
+  EXPECT_EQ(gLog, (Log{"launch fm_add_rows", "sync", "dtoh 32", "all-reduce 8", "htod 32"}));
 }
 
 // A generated kernel (fmc --target cuda) with four buffers takes 22

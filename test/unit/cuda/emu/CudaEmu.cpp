@@ -4,6 +4,7 @@
 #define FM_CUDA_EMU_NO_MACROS
 #include "CudaEmu.h"
 #include "cuda_emu.h"
+#include "hal/cuda/Nccl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -439,15 +441,18 @@ namespace {
 constexpr CUresult kInvalidValue = 1, kInvalidHandle = 400, kNotFound = 500,
                    kCaptureUnsupported = 900, kGraphUpdateFailure = 910;
 
-/// A launch or a device copy, as a graph holds it: the kernel's arguments
-/// copied by the sizes of its parameters.
+/// A launch, a device copy or an emulated NCCL all-reduce, as a graph
+/// holds it: the kernel's arguments copied by the sizes of its parameters.
 struct Op {
-  const KernelEntry *kernel = nullptr; // null: a copy
+  const KernelEntry *kernel = nullptr; // null: a copy, or the all-reduce
+  bool allReduce = false;              // `bytes / 4` floats from src, summed into dst
   Dim3 grid, block;
   std::vector<uint64_t> args;
   CUdeviceptr dst = 0, src = 0;
   size_t bytes = 0;
 };
+
+fm::Communicator *gNcclRanks = nullptr; // installNccl's
 
 struct Graph {
   std::vector<Op> ops;
@@ -457,6 +462,26 @@ std::mutex gDriverMutex;
 std::map<CUstream, Graph *> gCapturing; // streams being captured
 
 void runOp(const Op &op) {
+  if (op.allReduce) {
+    float *data = reinterpret_cast<float *>(op.dst);
+    if (op.src != op.dst)
+      std::memmove(data, reinterpret_cast<const void *>(op.src), op.bytes);
+    const int64_t n = int64_t(op.bytes / sizeof(float));
+    if (!gNcclRanks) {
+      std::fprintf(stderr, "fm_cuda_emu: an NCCL all-reduce ran after installNccl(nullptr)\n");
+      std::abort();
+    }
+    const fm::Status s = gNcclRanks->allReduceSum(data, n);
+    if (!s.isOk()) { // a stream cannot return it: end the ranks
+      std::fprintf(stderr, "fm_cuda_emu: NCCL all-reduce: %s\n", s.message().c_str());
+      gNcclRanks->abort(1);
+      std::abort();
+    }
+    std::lock_guard<std::mutex> l(gCountsMutex);
+    gCounts.ncclAllReduces += 1;
+    gCounts.ncclFloats += n;
+    return;
+  }
   if (!op.kernel) {
     std::memmove(reinterpret_cast<void *>(op.dst), reinterpret_cast<const void *>(op.src),
                  op.bytes);
@@ -561,6 +586,20 @@ CUresult emuHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
 CUresult emuDtoH(void *dst, CUdeviceptr src, size_t bytes) {
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return ok();
+}
+CUresult emuHtoDSync(CUdeviceptr dst, const void *src, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> l(gCountsMutex);
+    gCounts.htod += 1;
+  }
+  return emuHtoD(dst, src, bytes);
+}
+CUresult emuDtoHSync(void *dst, CUdeviceptr src, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> l(gCountsMutex);
+    gCounts.dtoh += 1;
+  }
+  return emuDtoH(dst, src, bytes);
 }
 CUresult emuHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
   if (capturing(s)) // a graph cannot hold a copy from pageable memory
@@ -678,7 +717,8 @@ CUresult emuUpdate(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info) 
     const Op &a = exec.ops[i], &b = with.ops[i];
     same = a.kernel == b.kernel && a.grid.x == b.grid.x && a.grid.y == b.grid.y &&
            a.grid.z == b.grid.z && a.block.x == b.block.x && a.block.y == b.block.y &&
-           a.block.z == b.block.z && (a.kernel || a.bytes == b.bytes);
+           a.block.z == b.block.z && a.allReduce == b.allReduce &&
+           (a.kernel || a.bytes == b.bytes);
   }
   if (info)
     *info = {same ? 0 : 2, nullptr, nullptr}; // 2: topology changed
@@ -707,7 +747,66 @@ CUresult emuExecDestroy(CUgraphExec e) {
   return ok();
 }
 
+// --- the emulated NCCL ------------------------------------------------------
+
+using fm::hal::cuda::ncclComm_t;
+using fm::hal::cuda::ncclResult_t;
+using fm::hal::cuda::ncclUniqueId;
+constexpr ncclResult_t kNcclInvalidArgument = 4, kNcclInvalidUsage = 5;
+constexpr char kNcclIdMagic[] = "fm_cuda_emu nccl";
+
+ncclResult_t ncclVersion(int *v) {
+  *v = 22105; // "NCCL 2.21.5": what the version text is made from
+  return 0;
+}
+ncclResult_t ncclId(ncclUniqueId *id) {
+  std::memset(id->internal, 0, sizeof id->internal);
+  std::memcpy(id->internal, kNcclIdMagic, sizeof kNcclIdMagic);
+  return 0;
+}
+ncclResult_t ncclInit(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+  if (std::memcmp(id.internal, kNcclIdMagic, sizeof kNcclIdMagic) != 0)
+    return kNcclInvalidArgument; // not rank 0's id
+  if (!gNcclRanks || nranks != gNcclRanks->size() || rank != gNcclRanks->rank())
+    return kNcclInvalidArgument;
+  *comm = reinterpret_cast<ncclComm_t>(uintptr_t(0x6000 + rank));
+  return 0;
+}
+ncclResult_t ncclDestroy(ncclComm_t) { return 0; }
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
+                           ncclComm_t comm, CUstream s) {
+  if (type != fm::hal::cuda::ncclFloat32 || op != fm::hal::cuda::ncclSum || !comm)
+    return kNcclInvalidArgument; // the emulator sums floats only
+  if (!gNcclRanks)
+    return kNcclInvalidUsage;
+  Op o;
+  o.allReduce = true;
+  o.dst = CUdeviceptr(uintptr_t(recv));
+  o.src = CUdeviceptr(uintptr_t(send));
+  o.bytes = count * sizeof(float);
+  if (Graph *g = capturing(s)) {
+    g->ops.push_back(o);
+    return 0;
+  }
+  runOp(o);
+  return 0;
+}
+ncclResult_t ncclGroup() { return 0; } // each all-reduce runs as it is issued
+const char *ncclError(ncclResult_t r) {
+  return r == kNcclInvalidArgument ? "invalid argument (emulated NCCL)"
+                                   : "invalid usage (emulated NCCL)";
+}
+
+const fm::hal::cuda::NcclApi kEmulatedNccl = {ncclVersion, ncclId,        ncclInit,
+                                              ncclDestroy, ncclAllReduce, ncclGroup,
+                                              ncclGroup,   ncclError};
+
 } // namespace
+
+void installNccl(fm::Communicator *ranks) {
+  gNcclRanks = ranks;
+  fm::hal::cuda::setNcclForTests(ranks ? &kEmulatedNccl : nullptr);
+}
 
 const DriverApi &driver() {
   static const DriverApi api = [] {
@@ -728,8 +827,8 @@ const DriverApi &driver() {
     a.cuMemAlloc = emuAlloc;
     a.cuMemFree = emuFree;
     a.cuMemsetD8 = emuMemset;
-    a.cuMemcpyHtoD = emuHtoD;
-    a.cuMemcpyDtoH = emuDtoH;
+    a.cuMemcpyHtoD = emuHtoDSync;
+    a.cuMemcpyDtoH = emuDtoHSync;
     a.cuMemcpyHtoDAsync = emuHtoDAsync;
     a.cuMemcpyDtoDAsync = emuDtoDAsync;
     a.cuModuleLoadDataEx = emuModuleLoad;

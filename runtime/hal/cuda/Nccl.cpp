@@ -1,0 +1,136 @@
+// Loads NCCL with dlopen and makes communicators over an fm::Communicator
+// (Nccl.h).
+#include "hal/cuda/Nccl.h"
+
+#include <dlfcn.h>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace fm::hal::cuda {
+namespace {
+
+struct Loaded {
+  NcclApi api{};
+  Status status;
+};
+
+template <typename F> void bind(void *lib, const char *symbol, F &fn, std::string &missing) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (!fn)
+    missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+}
+
+Loaded load() {
+  Loaded l;
+  const char *off = std::getenv("FM_NCCL");
+  if (off && std::strcmp(off, "0") == 0) {
+    l.status = Status::error("NCCL off (FM_NCCL=0)");
+    return l;
+  }
+  const char *named = std::getenv("FM_NCCL_LIBRARY");
+  const std::string path = named && *named ? named : "libnccl.so.2";
+  void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    l.status = Status::error("no NCCL here (" + (why ? std::string(why) : path + " not found") +
+                             ")");
+    return l;
+  }
+  NcclApi &a = l.api;
+  std::string missing;
+  bind(lib, "ncclGetVersion", a.ncclGetVersion, missing);
+  bind(lib, "ncclGetUniqueId", a.ncclGetUniqueId, missing);
+  bind(lib, "ncclCommInitRank", a.ncclCommInitRank, missing);
+  bind(lib, "ncclCommDestroy", a.ncclCommDestroy, missing);
+  bind(lib, "ncclAllReduce", a.ncclAllReduce, missing);
+  bind(lib, "ncclGroupStart", a.ncclGroupStart, missing);
+  bind(lib, "ncclGroupEnd", a.ncclGroupEnd, missing);
+  bind(lib, "ncclGetErrorString", a.ncclGetErrorString, missing);
+  if (!missing.empty())
+    l.status = Status::error(path + " lacks " + missing + " (not NCCL 2?)");
+  return l;
+}
+
+std::atomic<const NcclApi *> gTestNccl{nullptr};
+
+std::string versionText(const NcclApi &api) {
+  int code = 0;
+  if (api.ncclGetVersion(&code) != ncclSuccess || code <= 0)
+    return "NCCL (version unknown)";
+  // NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9,
+  // major * 1000 + minor * 100 + patch before.
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+  return "NCCL " + std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(code % 100);
+}
+
+} // namespace
+
+void setNcclForTests(const NcclApi *api) { gTestNccl.store(api); }
+
+Expected<const NcclApi *> nccl() {
+  if (const NcclApi *api = gTestNccl.load())
+    return api;
+  static Loaded *loaded = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] { loaded = new Loaded(load()); }); // never freed
+  if (!loaded->status)
+    return loaded->status;
+  return &loaded->api;
+}
+
+Status ncclCheck(const NcclApi &api, ncclResult_t r, const char *what) {
+  if (r == ncclSuccess)
+    return Status::ok();
+  const char *text = api.ncclGetErrorString ? api.ncclGetErrorString(r) : nullptr;
+  return Status::error(std::string("nccl: ") + what + ": " +
+                       (text ? std::string(text) : "error " + std::to_string(r)));
+}
+
+Expected<std::unique_ptr<NcclComm>> NcclComm::create(Communicator &ranks, std::string &why) {
+  const int rank = ranks.rank(), size = ranks.size();
+  auto api = nccl();
+  // Every rank says whether it can; NCCL only where all can.
+  float can = api.isOk() ? 1.0f : 0.0f;
+  FM_RETURN_IF_ERROR(ranks.allReduceSum(&can, 1));
+  if (int(can) != size) {
+    why = api.isOk() ? std::to_string(size - int(can)) + " of " + std::to_string(size) +
+                           " ranks have no NCCL"
+                     : api.message();
+    return std::unique_ptr<NcclComm>();
+  }
+  const NcclApi &a = **api;
+  ncclUniqueId id{};
+  Status made = Status::ok();
+  if (rank == 0)
+    made = ncclCheck(a, a.ncclGetUniqueId(&id), "ncclGetUniqueId");
+  // Rank 0's id (or its failure, as an all-zero id every rank refuses)
+  // reaches every rank, so that none waits in a broadcast alone.
+  int32_t words[sizeof(id) / 4];
+  std::memcpy(words, &id, sizeof(id));
+  FM_RETURN_IF_ERROR(ranks.broadcast(words, sizeof(id) / 4, 0));
+  std::memcpy(&id, words, sizeof(id));
+  FM_RETURN_IF_ERROR(made);
+  bool any = false;
+  for (char c : id.internal)
+    any |= c != 0;
+  if (!any)
+    return Status::error("rank " + std::to_string(rank) +
+                         ": nccl: rank 0 could not make a unique id (ncclGetUniqueId failed there)");
+  ncclComm_t comm = nullptr;
+  FM_RETURN_IF_ERROR(ncclCheck(a, a.ncclCommInitRank(&comm, size, id, rank),
+                               ("ncclCommInitRank (rank " + std::to_string(rank) + " of " +
+                                std::to_string(size) + ")")
+                                   .c_str()));
+  return std::unique_ptr<NcclComm>(new NcclComm(a, comm, versionText(a)));
+}
+
+NcclComm::~NcclComm() {
+  if (comm_)
+    api_.ncclCommDestroy(comm_);
+}
+
+} // namespace fm::hal::cuda
