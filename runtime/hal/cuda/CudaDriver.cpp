@@ -1,25 +1,12 @@
 // Loads the CUDA driver API (CudaDriver.h) with dlopen and dlsym.
 #include "hal/cuda/CudaDriver.h"
 
-#include <dlfcn.h>
-#include <atomic>
-#include <mutex>
+#include "hal/cuda/DlLibrary.h"
 
 namespace fm::hal::cuda {
 namespace {
 
-struct Loaded {
-  DriverApi api{};
-  Status status;
-};
-
-template <typename F> bool bind(void *lib, const char *symbol, F &fn,
-                                std::string &missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (!fn)
-    missing += (missing.empty() ? "" : ", ") + std::string(symbol);
-  return fn != nullptr;
-}
+using Loaded = LoadedLibrary<DriverApi>;
 
 Loaded load() {
   Loaded l;
@@ -32,49 +19,48 @@ Loaded load() {
   }
   DriverApi &a = l.api;
   std::string missing;
-  bind(lib, "cuInit", a.cuInit, missing);
-  bind(lib, "cuDriverGetVersion", a.cuDriverGetVersion, missing);
-  bind(lib, "cuGetErrorName", a.cuGetErrorName, missing);
-  bind(lib, "cuGetErrorString", a.cuGetErrorString, missing);
-  bind(lib, "cuDeviceGetCount", a.cuDeviceGetCount, missing);
-  bind(lib, "cuDeviceGet", a.cuDeviceGet, missing);
-  bind(lib, "cuDeviceGetName", a.cuDeviceGetName, missing);
-  bind(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, missing);
-  bind(lib, "cuDeviceTotalMem_v2", a.cuDeviceTotalMem, missing);
-  bind(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, missing);
-  bind(lib, "cuDevicePrimaryCtxRelease_v2", a.cuDevicePrimaryCtxRelease,
-       missing);
-  bind(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
-  bind(lib, "cuCtxSynchronize", a.cuCtxSynchronize, missing);
-  bind(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
-  bind(lib, "cuMemFree_v2", a.cuMemFree, missing);
-  bind(lib, "cuMemsetD8_v2", a.cuMemsetD8, missing);
-  bind(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, missing);
-  bind(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, missing);
-  bind(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
-  bind(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
-  bind(lib, "cuModuleLoadDataEx", a.cuModuleLoadDataEx, missing);
-  bind(lib, "cuModuleUnload", a.cuModuleUnload, missing);
-  bind(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
-  bind(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
-  bind(lib, "cuStreamCreate", a.cuStreamCreate, missing);
-  bind(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
-  bind(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
-  bind(lib, "cuEventCreate", a.cuEventCreate, missing);
-  bind(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
-  bind(lib, "cuEventRecord", a.cuEventRecord, missing);
-  bind(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
-  bind(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
+  bindSymbol(lib, "cuInit", a.cuInit, missing);
+  bindSymbol(lib, "cuDriverGetVersion", a.cuDriverGetVersion, missing);
+  bindSymbol(lib, "cuGetErrorName", a.cuGetErrorName, missing);
+  bindSymbol(lib, "cuGetErrorString", a.cuGetErrorString, missing);
+  bindSymbol(lib, "cuDeviceGetCount", a.cuDeviceGetCount, missing);
+  bindSymbol(lib, "cuDeviceGet", a.cuDeviceGet, missing);
+  bindSymbol(lib, "cuDeviceGetName", a.cuDeviceGetName, missing);
+  bindSymbol(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, missing);
+  bindSymbol(lib, "cuDeviceTotalMem_v2", a.cuDeviceTotalMem, missing);
+  bindSymbol(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, missing);
+  bindSymbol(lib, "cuDevicePrimaryCtxRelease_v2", a.cuDevicePrimaryCtxRelease, missing);
+  bindSymbol(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
+  bindSymbol(lib, "cuCtxSynchronize", a.cuCtxSynchronize, missing);
+  bindSymbol(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
+  bindSymbol(lib, "cuMemFree_v2", a.cuMemFree, missing);
+  bindSymbol(lib, "cuMemsetD8_v2", a.cuMemsetD8, missing);
+  bindSymbol(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, missing);
+  bindSymbol(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, missing);
+  bindSymbol(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
+  bindSymbol(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
+  bindSymbol(lib, "cuModuleLoadDataEx", a.cuModuleLoadDataEx, missing);
+  bindSymbol(lib, "cuModuleUnload", a.cuModuleUnload, missing);
+  bindSymbol(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
+  bindSymbol(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
+  bindSymbol(lib, "cuStreamCreate", a.cuStreamCreate, missing);
+  bindSymbol(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
+  bindSymbol(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
+  bindSymbol(lib, "cuEventCreate", a.cuEventCreate, missing);
+  bindSymbol(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
+  bindSymbol(lib, "cuEventRecord", a.cuEventRecord, missing);
+  bindSymbol(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
+  bindSymbol(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
   // The graph entry points (cuGraphExecUpdate_v2: CUDA 12+): without them
   // hasGraphs() is false and every segment launches directly.
   std::string optional;
-  bind(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, optional);
-  bind(lib, "cuStreamEndCapture", a.cuStreamEndCapture, optional);
-  bind(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, optional);
-  bind(lib, "cuGraphExecUpdate_v2", a.cuGraphExecUpdate, optional);
-  bind(lib, "cuGraphLaunch", a.cuGraphLaunch, optional);
-  bind(lib, "cuGraphDestroy", a.cuGraphDestroy, optional);
-  bind(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, optional);
+  bindSymbol(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, optional);
+  bindSymbol(lib, "cuStreamEndCapture", a.cuStreamEndCapture, optional);
+  bindSymbol(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, optional);
+  bindSymbol(lib, "cuGraphExecUpdate_v2", a.cuGraphExecUpdate, optional);
+  bindSymbol(lib, "cuGraphLaunch", a.cuGraphLaunch, optional);
+  bindSymbol(lib, "cuGraphDestroy", a.cuGraphDestroy, optional);
+  bindSymbol(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, optional);
   if (!missing.empty()) {
     l.status = Status::error("the CUDA driver libcuda.so.1 lacks " + missing +
                              " (too old a driver?)");
@@ -93,16 +79,7 @@ std::atomic<const DriverApi *> gTestDriver{nullptr};
 
 void setDriverForTests(const DriverApi *api) { gTestDriver.store(api); }
 
-Expected<const DriverApi *> driver() {
-  if (const DriverApi *api = gTestDriver.load())
-    return api;
-  static Loaded *loaded = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] { loaded = new Loaded(load()); }); // never freed
-  if (!loaded->status)
-    return loaded->status;
-  return &loaded->api;
-}
+Expected<const DriverApi *> driver() { return loadOnce(gTestDriver, &load); }
 
 std::string errorText(const DriverApi &api, CUresult r) {
   const char *name = nullptr, *text = nullptr;

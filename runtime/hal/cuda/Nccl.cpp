@@ -2,25 +2,15 @@
 // (Nccl.h).
 #include "hal/cuda/Nccl.h"
 
-#include <dlfcn.h>
-#include <atomic>
+#include "hal/cuda/DlLibrary.h"
+
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace fm::hal::cuda {
 namespace {
 
-struct Loaded {
-  NcclApi api{};
-  Status status;
-};
-
-template <typename F> void bind(void *lib, const char *symbol, F &fn, std::string &missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (!fn)
-    missing += (missing.empty() ? "" : ", ") + std::string(symbol);
-}
+using Loaded = LoadedLibrary<NcclApi>;
 
 Loaded load() {
   Loaded l;
@@ -40,14 +30,14 @@ Loaded load() {
   }
   NcclApi &a = l.api;
   std::string missing;
-  bind(lib, "ncclGetVersion", a.ncclGetVersion, missing);
-  bind(lib, "ncclGetUniqueId", a.ncclGetUniqueId, missing);
-  bind(lib, "ncclCommInitRank", a.ncclCommInitRank, missing);
-  bind(lib, "ncclCommDestroy", a.ncclCommDestroy, missing);
-  bind(lib, "ncclAllReduce", a.ncclAllReduce, missing);
-  bind(lib, "ncclGroupStart", a.ncclGroupStart, missing);
-  bind(lib, "ncclGroupEnd", a.ncclGroupEnd, missing);
-  bind(lib, "ncclGetErrorString", a.ncclGetErrorString, missing);
+  bindSymbol(lib, "ncclGetVersion", a.ncclGetVersion, missing);
+  bindSymbol(lib, "ncclGetUniqueId", a.ncclGetUniqueId, missing);
+  bindSymbol(lib, "ncclCommInitRank", a.ncclCommInitRank, missing);
+  bindSymbol(lib, "ncclCommDestroy", a.ncclCommDestroy, missing);
+  bindSymbol(lib, "ncclAllReduce", a.ncclAllReduce, missing);
+  bindSymbol(lib, "ncclGroupStart", a.ncclGroupStart, missing);
+  bindSymbol(lib, "ncclGroupEnd", a.ncclGroupEnd, missing);
+  bindSymbol(lib, "ncclGetErrorString", a.ncclGetErrorString, missing);
   if (!missing.empty())
     l.status = Status::error(path + " lacks " + missing + " (not NCCL 2?)");
   return l;
@@ -71,16 +61,7 @@ std::string versionText(const NcclApi &api) {
 
 void setNcclForTests(const NcclApi *api) { gTestNccl.store(api); }
 
-Expected<const NcclApi *> nccl() {
-  if (const NcclApi *api = gTestNccl.load())
-    return api;
-  static Loaded *loaded = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] { loaded = new Loaded(load()); }); // never freed
-  if (!loaded->status)
-    return loaded->status;
-  return &loaded->api;
-}
+Expected<const NcclApi *> nccl() { return loadOnce(gTestNccl, &load); }
 
 Status ncclCheck(const NcclApi &api, ncclResult_t r, const char *what) {
   if (r == ncclSuccess)
