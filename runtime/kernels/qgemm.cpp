@@ -242,7 +242,7 @@ gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
     a.lds = sz.kPadded / f.group;
     a.digits = digits;
     a.unit = quantUnitInputs(f);
-    a.hiShift = int11 ? 3 : 8;
+    a.hiShift = int11 ? gdetail::int11Shift(f) : gdetail::kInt8x2Shift;
     a.pairTile = gdetail::usesPairTile(isa, f, int11);
   }
   return p;
@@ -252,7 +252,8 @@ gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
 // (int11: the last 16-row tile of x rows in the pair-tile layout too).
 void zeroPadding(const gdetail::Params &p, int64_t M) {
   const gdetail::ActSizes sz =
-      gdetail::actSizes(p.f, M, p.K, p.act.digits, p.act.hiShift == 3);
+      gdetail::actSizes(p.f, M, p.K, p.act.digits,
+                        p.act.digits == 2 && p.act.hiShift != gdetail::kInt8x2Shift);
   std::memset(const_cast<int8_t *>(p.act.xq) + M * p.act.digits * sz.kPadded,
               0,
               static_cast<size_t>((sz.rowsPadded - M * p.act.digits) *

@@ -221,9 +221,10 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 //
 // int11 (Pair): x row m's unit holds both digits side by side (the
 // pair-tile layout, qgemm_isa.h), so one K = 64 tile of 16 x rows meets a
-// unit's B tile of [8 w; w] (16 tile rows: 8 w = 16 q - 8 (2^b - 1) is
-// within +-120) and one tdpbssd gives sum_k w_k (8 q0_k + q1_k): int8x2's
-// fold-free combine, at int8's count of tile products and folds.
+// unit's B tile of [2^S w; w] (16 tile rows: at 4 bits 8 w = 16 q - 8 (2^b
+// - 1) is within +-120, at 2 bits 32 w within +-96) and one tdpbssd gives
+// sum_k w_k (2^S q0_k + q1_k): int8x2's fold-free combine, at int8's count
+// of tile products and folds.
 // ---------------------------------------------------------------------------
 
 constexpr int kChunkBlocks = 8;                    // 512 inputs, 16 units
@@ -246,15 +247,18 @@ FM_GEMM_INLINE void unpackSigned(const uint8_t *block, uint8_t *rows) {
   }
 }
 
-// The int11 B tiles of a block's 2 units: [8 w; w] per unit, 16 tile rows
-// (unit r / 8 of tile row r of unpackSigned's layout, then its row r % 8).
+// The int11 B tiles of a block's 2 units: [2^S w; w] per unit (S =
+// int11ShiftForBits: 8 w at 4 bits, 32 w at 2), 16 tile rows (unit r / 8
+// of tile row r of unpackSigned's layout, then its row r % 8).
 template <int Bits>
 FM_GEMM_INLINE void unpackSignedPair(const uint8_t *block, uint8_t *units) {
-  constexpr int V = 2 * Bits, P = 8 / Bits;
+  constexpr int V = 2 * Bits, P = 8 / Bits, S = gdetail::int11ShiftForBits(Bits);
+  static_assert((((1 << Bits) - 1) << S) <= 127 && (((1 << Bits) - 1) << (S + 1)) <= 255,
+                "2^S w within a signed byte, 2^(S+1) q within its byte");
   const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
   const __m512i top = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
-  const __m512i top8 =
-      _mm512_set1_epi8(static_cast<char>(8 * ((1 << Bits) - 1)));
+  const __m512i topS =
+      _mm512_set1_epi8(static_cast<char>(((1 << Bits) - 1) << S));
   for (int v = 0; v < V; ++v) {
     const __m512i vec = _mm512_loadu_si512(block + 64 * v);
     for (int j = 0; j < P; ++j) {
@@ -262,9 +266,9 @@ FM_GEMM_INLINE void unpackSignedPair(const uint8_t *block, uint8_t *units) {
       uint8_t *unit = units + (r / 8) * 2 * kUnitTileBytes + 64 * (r % 8);
       const __m512i q = _mm512_and_si512(
           j ? _mm512_srli_epi16(vec, Bits * j) : vec, mask);
-      // 16 q stays in its byte (q < 16), so the 16-bit shift is exact.
+      // 2^(S+1) q stays in its byte, so the 16-bit shift is exact.
       _mm512_store_si512(unit,
-                         _mm512_sub_epi8(_mm512_slli_epi16(q, 4), top8));
+                         _mm512_sub_epi8(_mm512_slli_epi16(q, S + 1), topS));
       _mm512_store_si512(unit + kUnitTileBytes,
                          _mm512_sub_epi8(_mm512_add_epi8(q, q), top));
     }

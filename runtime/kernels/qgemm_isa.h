@@ -27,7 +27,8 @@ constexpr int64_t kMaxUnitRows = 64;
 // x row m is quantized per block of U = min(group, 64) inputs exactly as
 // qmatmul does (qmatmul_isa.h, QActivations): D = 1 (int8) or 2 (int8x2,
 // int11) int8 digits, x ~= dx * xv with xv = xq[0] (int8) or
-// 2^S xq[0] + xq[1] (S = hiShift: 8 for int8x2, 3 for int11). Digit d of
+// 2^S xq[0] + xq[1] (S = hiShift: 8 for int8x2; for int11 int11Shift, 3,
+// or 5 at 2 bits, whose weights leave room for 2^5 w in a byte). Digit d of
 // row m is "prepared row" r = m * D + d:
 //
 //   int8_t xq[Rp][Kp];  // Rp = 16 * ceil(M * D / 16) (int11: 32 * ceil(M /
@@ -49,9 +50,19 @@ constexpr int64_t kMaxUnitRows = 64;
 // group-32 weights at 2 or 4 bits) keeps the same bytes but puts both
 // digits of x row m side by side, one 64-byte run per 32-input unit u:
 // xq + 2 m Kp + 64 u holds xq[0] of the unit's 32 inputs, then xq[1] of
-// them. One K = 64 tile row is then a whole unit's 11-bit x, which meets
-// the weights as [8 w; w] (qgemm_amx.cpp).
+// them. One K = 64 tile row is then a whole unit's x (11 bits at 4 bits,
+// 13 at 2), which meets the weights as [2^S w; w] (qgemm_amx.cpp).
 // ---------------------------------------------------------------------------
+
+/// Digit 0's weight 2^S in int8x2.
+constexpr int kInt8x2Shift = 8;
+/// int11's S for `bits`-bit weights: the largest with 2^S w in a signed
+/// byte for the pair tile's doubled, centred weights w = 2q - (2^b - 1)
+/// (|w| <= 15 at 4 bits: 8 w; |w| <= 3 at 2 bits: 32 w), 3 elsewhere (so
+/// 11-bit x at 4 bits and wider, 13-bit at 2: the second digit within
+/// +-2^(S-1)). The same S on every path: int11 is one rounding.
+constexpr int int11ShiftForBits(int bits) { return bits == 2 ? 5 : 3; }
+inline int int11Shift(QuantFormat f) { return int11ShiftForBits(f.bits); }
 
 struct Act {
   const int8_t *xq;
@@ -121,7 +132,7 @@ struct GemmIsa {
   bool pairTile = false;
 };
 
-/// Whether a call of `act` (D = 2, hiShift 3: int11) on format f with a
+/// Whether a call of `act` (D = 2, hiShift int11Shift: int11) on format f with a
 /// path of `isa` uses the pair-tile layout.
 inline bool usesPairTile(const GemmIsa &isa, QuantFormat f, bool int11) {
   return isa.pairTile && int11 && f.group == 32 &&

@@ -25,8 +25,8 @@ template <typename Tag> struct Prepare {
     float *dx = const_cast<float *>(a.dx) + m * a.ldd;
     float *xs = const_cast<float *>(a.xs) + m * a.lds;
     std::memset(xs, 0, sizeof(float) * a.lds);
-    // Digit 0 weighs 2^S: 256 (int8x2) or 8 (int11, whose digit 1 is then
-    // within +-4).
+    // Digit 0 weighs 2^S: 256 (int8x2), or 8 or 32 (int11 at 4 and 2 bits,
+    // whose digit 1 is then within +-4 or +-16).
     const int shift = D == 2 ? a.hiShift : 0;
     const float hiWeight = static_cast<float>(1 << shift);
     const int64_t blocks = K / U;
