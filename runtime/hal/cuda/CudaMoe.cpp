@@ -8,17 +8,23 @@
 // The host's routing costs one stream synchronization per MoE layer, which
 // also ends the queue's recorded segment (CudaQueue::synchronize).
 //
-// A decode step (one row) routes on the device instead, without leaving
-// it: fm_moe_route runs the same rule (kernels/moe_route.h, compiled as
-// device code) into a choice and weight per slot, and grouped matvecs
-// (kernels/matvec.cu) take slot s's expert weights from a device table of
-// the experts' pointers, so a step reads only the chosen experts' weights
-// and stays one recorded segment (one CUDA graph) through every MoE layer.
+// A decode step (one row), and any launch of no more slots than experts
+// (M·k <= E: a few rows of speculative decoding or a short chunk), routes
+// on the device instead, without leaving it: fm_moe_route runs the same
+// rule (kernels/moe_route.h, compiled as device code) into a choice and
+// weight per slot, and grouped matvecs (kernels/matvec.cu) take slot s's
+// expert weights from a device table of the experts' pointers, so a step
+// reads only the chosen experts' weights (at most E experts' worth, what
+// the host's routing reads when every expert is chosen, with each expert
+// on too few rows for the tensor cores) and stays one recorded segment
+// (one CUDA graph) through every MoE layer.
 // That needs every expert of a projection in one kind and format (what
 // fmc writes); otherwise decode routes on the host too.
 #include "hal/cuda/CudaDevice.h"
 #include "hal/cuda/CudaLinear.h"
 #include "hal/cuda/MoePlan.h"
+
+#include <algorithm>
 
 namespace fm::hal::cuda {
 namespace {
@@ -42,7 +48,7 @@ public:
       return Status::error("cuda: MoE launch of " + std::to_string(M) +
                            " rows, planned for " + std::to_string(maxRows_));
     router_.run(q, x_, xStride_, logits_->ptr(), E, M, false);
-    if (M <= kDeviceRoutedRows && grouped_[0].fn) {
+    if (M <= deviceRows_ && grouped_[0].fn) {
       runRoutedOnDevice(q, M);
       return runShared(q, M);
     }
@@ -90,8 +96,9 @@ public:
   }
 
 private:
-  /// Rows a launch may have to route on the device: a decode step's.
-  static constexpr int64_t kDeviceRoutedRows = 1;
+  /// The most rows routed on the device: fm_moe_route is one thread,
+  /// looping over the rows.
+  static constexpr int64_t kMaxDeviceRoutedRows = 16;
 
   /// One projection of every expert as the grouped matvec reads it: the
   /// kernel for their kind and format, and the device table of their
@@ -286,12 +293,15 @@ private:
                  : int8_ ? qKernelName("fm_qmatvec_grouped_dp4a", w0.format)
                          : qKernelName("fm_qmatvec_grouped", w0.format);
     }
-    const int64_t E = int64_t(d.gate.size()), k = topK_, slots = kDeviceRoutedRows * k;
+    const int64_t E = int64_t(d.gate.size()), k = topK_;
+    // Launches of at most E slots: one row at least (a decode step).
+    deviceRows_ = std::max<int64_t>(1, std::min({E / k, maxRows_, kMaxDeviceRoutedRows}));
+    const int64_t slots = deviceRows_ * k;
     auto route = dev_.function("fm_moe_route");
     if (!route)
       return route.status();
     route_ = *route;
-    FM_RETURN_IF_ERROR(alloc(uint64_t(kDeviceRoutedRows * E) * 4, probs_));
+    FM_RETURN_IF_ERROR(alloc(uint64_t(deviceRows_ * E) * 4, probs_));
     FM_RETURN_IF_ERROR(alloc(uint64_t(2 * E) * 4, stamp_)); // stamp, then count
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, choice_));
     FM_RETURN_IF_ERROR(alloc(uint64_t(slots) * 4, identity_));
@@ -318,6 +328,7 @@ private:
   CudaDevice &dev_;
   CUdeviceptr x_, y_;
   int64_t xStride_, yStride_, K_, topK_, maxRows_;
+  int64_t deviceRows_ = 0; // launches of at most this many rows route on the device
   int64_t I_ = 0, sharedI_ = 0;
   bool normTopk_, accumulate_, hasShared_;
   CUfunction gather_ = nullptr, combine_ = nullptr, addGated_ = nullptr, silu_ = nullptr;

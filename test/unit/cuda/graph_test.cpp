@@ -577,10 +577,12 @@ TEST_F(CudaGraphDevice, AFailedInstantiationLaunchesDirectlyWithOneNotice) {
 
 // A decode step's MoE (one row) routes on the device: its launches join the
 // pending segment and nothing synchronizes before the run's end. Two rows
-// route on the host, which needs the router's logits there: the segment
+// of top 2 (4 slots, more than the 2 experts: MoE launches of at most E
+// slots route on the device) route on the host, which needs the router's
+// logits there: the segment
 // with the router is run and waited for before they are read, and the
 // experts start the next one.
-TEST_F(CudaGraphDevice, MoeRoutesOnTheDeviceForOneRowAndSynchronizesForMore) {
+TEST_F(CudaGraphDevice, MoeRoutesOnTheDeviceForOneRowAndSynchronizesForMoreSlotsThanExperts) {
   open(true);
   MoeDesc d;
   d.x = rows(0);
@@ -591,7 +593,7 @@ TEST_F(CudaGraphDevice, MoeRoutesOnTheDeviceForOneRowAndSynchronizesForMore) {
     d.up.push_back(weight(512, {kWidth, kWidth}));
     d.down.push_back(weight(1024, {kWidth, kWidth}));
   }
-  d.topK = 1;
+  d.topK = 2; // two rows are 4 slots, more than the 2 experts
   d.maxRows = 2;
   std::unique_ptr<Kernel> moe = prepared(device_->prepareMoe(d));
   ASSERT_TRUE(moe);
@@ -609,12 +611,13 @@ TEST_F(CudaGraphDevice, MoeRoutesOnTheDeviceForOneRowAndSynchronizesForMore) {
   const int32_t tokens[2] = {0, 1};
   ASSERT_TRUE(moe->run(*queue_, Launch{2, 0, tokens}).isOk());
   EXPECT_EQ(gLog, (Log{"launch fm_matvec_f32", "launch fm_matvec_f32", "sync", "dtoh 16",
-                       "htod 8", "htod 8", "htod 8"}));
+                       "htod 16", "htod 16", "htod 16"}));
   gLog.clear();
   ASSERT_TRUE(queue_->flush().isOk());
-  EXPECT_EQ(gLog, (Log{"launch fm_moe_gather", "launch fm_matvec_f32", "launch fm_matvec_f32",
-                       "launch fm_silu_mul", "launch fm_matvec_f32", "launch fm_moe_combine",
-                       "sync"}));
+  // Both experts have both rows.
+  const Log expert = {"launch fm_moe_gather", "launch fm_matvec_f32", "launch fm_matvec_f32",
+                      "launch fm_silu_mul", "launch fm_matvec_f32"};
+  EXPECT_EQ(gLog, concat({expert, expert, {"launch fm_moe_combine", "sync"}}));
 }
 
 TEST_F(CudaGraphDevice, AllReduceStagesThroughTheHostAfterThePendingSegment) {

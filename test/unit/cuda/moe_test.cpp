@@ -397,21 +397,26 @@ TEST_F(GpuMoe, MoeAgainstTheReference) {
     }
 }
 
-// A decode step (one row) routes on the device: its MoE records no stream
-// synchronization of its own (the test's run() makes one), where five rows
-// route on the host (one more). The emulated driver counts them; the
+// A decode step (one row), and a launch of no more slots than experts
+// (M·k <= E = 6), routes on the device: its MoE records no stream
+// synchronization of its own (the test's run() makes one), where more
+// slots route on the host (one more). The emulated driver counts them; the
 // outputs are checkMoe's, against the reference, in every weight kind.
 TEST_F(GpuMoe, DecodeRoutesOnTheDevice) {
   if (!emulated_)
     GTEST_SKIP() << "counts the emulated driver's synchronizations (runtime.cuda.emulated)";
   const QuantFormat q8{8, 64, QuantGrid::Balanced}, q2{2, 32, QuantGrid::Affine};
+  struct Case {
+    int64_t M, topK;
+    bool onDevice;
+  };
   for (const QuantFormat *f : {static_cast<const QuantFormat *>(nullptr), &q8, &q2})
-    for (int64_t M : {1, 5}) {
+    for (Case c : {Case{1, 3, true}, Case{2, 3, true}, Case{3, 3, false}, Case{5, 1, true},
+                   Case{7, 1, false}}) {
       const int64_t before = fm_cuda_emu::counts().streamSyncs;
-      checkMoe(M, 3, true, 0, f, false);
-      checkMoe(M, 1, false, 64, f, true);
-      EXPECT_EQ(fm_cuda_emu::counts().streamSyncs - before, M == 1 ? 2 : 4)
-          << "M=" << M << (f ? " packed" : " f32");
+      checkMoe(c.M, c.topK, c.topK > 1, c.topK == 1 ? 64 : 0, f, c.topK == 1);
+      EXPECT_EQ(fm_cuda_emu::counts().streamSyncs - before, c.onDevice ? 1 : 2)
+          << "M=" << c.M << ", top " << c.topK << (f ? " packed" : " f32");
     }
 }
 
