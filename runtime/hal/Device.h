@@ -251,6 +251,12 @@ struct CopyRowDesc {
   Rows src, dst; // the launch's last row of src into row 0 of dst
 };
 
+/// Device::collectiveCapabilities bits.
+enum CollectiveCapability : uint32_t {
+  kNcclCollectives = 1u << 0, // ncclAllReduce on device memory (CUDA)
+};
+constexpr int kCollectiveCapabilityBits = 1;
+
 /// Counters of the collectives a session ran.
 struct CollectiveStats {
   int64_t allReduces = 0; // AllReduce commands run
@@ -405,6 +411,19 @@ public:
   prepareDispatch(const DispatchDesc &) = 0;
   virtual Expected<std::unique_ptr<Kernel>>
   prepareCopyRow(const CopyRowDesc &) = 0;
+  /// What this device could sum a session's rows across ranks with beyond
+  /// the Communicator on host memory, which every device can: bits of
+  /// CollectiveCapability (the CUDA device's kNcclCollectives where NCCL
+  /// loads). 0: host only.
+  virtual uint32_t collectiveCapabilities() const { return 0; }
+  /// The capabilities every rank of `ranks` has (agreeCollectives), given
+  /// to every rank's device at the same point, before the session's
+  /// kernels are prepared: a device makes what its kernels will share here
+  /// (the CUDA device's NCCL communicator, itself a collective of the
+  /// ranks whose `common` has it, so all or none make it).
+  virtual Status useCollectives(Communicator & /*ranks*/, uint32_t /*common*/) {
+    return Status::ok();
+  }
   /// The collective hook: the buffer's rows summed across the ranks of
   /// desc.comm (a device stages through the host where it must).
   virtual Expected<std::unique_ptr<Kernel>>
@@ -439,5 +458,27 @@ protected:
                          " kernel (image encoders run on the cpu device)");
   }
 };
+
+/// How a session's ranks will sum their rows: each rank's device says what
+/// it can (collectiveCapabilities), the bits every rank has are found with
+/// one allReduceSum over `ranks` (a bit whose sum is the rank count), and
+/// each device is told them (useCollectives). Every rank calls it once per
+/// session before preparing kernels, whatever its device, so that ranks on
+/// different devices (a node without a GPU) agree on the host, and none
+/// waits in a collective the others skip. Nothing for one rank.
+inline Status agreeCollectives(Device &device, Communicator &ranks) {
+  if (ranks.size() <= 1)
+    return Status::ok();
+  const uint32_t mine = device.collectiveCapabilities();
+  float votes[kCollectiveCapabilityBits];
+  for (int b = 0; b < kCollectiveCapabilityBits; ++b)
+    votes[b] = (mine >> b) & 1u ? 1.0f : 0.0f;
+  FM_RETURN_IF_ERROR(ranks.allReduceSum(votes, kCollectiveCapabilityBits));
+  uint32_t common = 0;
+  for (int b = 0; b < kCollectiveCapabilityBits; ++b)
+    if (int(votes[b]) == ranks.size())
+      common |= 1u << b;
+  return device.useCollectives(ranks, common);
+}
 
 } // namespace fm::hal

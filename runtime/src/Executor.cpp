@@ -165,6 +165,10 @@ Status Executor::build(const LoadedModel &model,
                          std::to_string(processes) + " processes");
   }
   rank_ = static_cast<int>(comm_->rank() % ranks);
+  // How the ranks' sums travel, agreed by every rank before any kernel is
+  // prepared (NCCL where every rank's device has it, else the host).
+  if (Status s = hal::agreeCollectives(device, *comm_); !s)
+    return withName(s);
 
   // KV caches: f32, or int8 (1 byte per element) for an i8 cache.
   const auto *caches = root.caches();

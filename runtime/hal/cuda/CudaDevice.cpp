@@ -275,25 +275,44 @@ CudaDevice::~CudaDevice() {
   api_.cuDevicePrimaryCtxRelease(dev_);
 }
 
-Expected<const NcclComm *> CudaDevice::ncclFor(Communicator &ranks, std::string *why) {
+uint32_t CudaDevice::collectiveCapabilities() const {
+  return nccl().isOk() ? kNcclCollectives : 0u;
+}
+
+Status CudaDevice::useCollectives(Communicator &ranks, uint32_t common) {
   std::lock_guard<std::mutex> lock(ncclMutex_);
-  auto it = nccl_.find(&ranks);
-  if (it == nccl_.end()) {
+  if (nccl_.count(&ranks))
+    return Status::ok(); // an earlier session over the same ranks agreed alike
+  NcclEntry e;
+  if (common & kNcclCollectives) {
     FM_RETURN_IF_ERROR(enter());
-    NcclEntry e;
-    auto made = NcclComm::create(ranks, e.why);
+    auto made = NcclComm::create(ranks);
     if (!made)
       return made.status();
     e.comm = std::move(*made);
-    if (!e.comm && ranks.rank() == 0)
+  } else {
+    auto mine = nccl();
+    e.why = mine ? "a rank has no NCCL or no CUDA device" : mine.message();
+    if (ranks.rank() == 0)
       std::fprintf(stderr, "fm: cuda: the all-reduce of %d ranks is staged through the host "
                            "(%s)\n",
                    ranks.size(), e.why.c_str());
-    it = nccl_.emplace(&ranks, std::move(e)).first;
+  }
+  nccl_.emplace(&ranks, std::move(e));
+  return Status::ok();
+}
+
+const NcclComm *CudaDevice::ncclFor(const Communicator &ranks, std::string *why) {
+  std::lock_guard<std::mutex> lock(ncclMutex_);
+  auto it = nccl_.find(&ranks);
+  if (it == nccl_.end()) {
+    if (why)
+      *why = "the ranks made no agreement (hal::agreeCollectives)";
+    return nullptr;
   }
   if (why)
     *why = it->second.why;
-  return static_cast<const NcclComm *>(it->second.comm.get());
+  return it->second.comm.get();
 }
 
 Status CudaDevice::enter() const {

@@ -165,6 +165,13 @@ public:
   Expected<std::unique_ptr<Kernel>> prepareCopyRow(const CopyRowDesc &) override;
   Expected<std::unique_ptr<Kernel>>
   prepareAllReduce(const AllReduceDesc &) override;
+  /// kNcclCollectives where NCCL loads (Nccl.h).
+  uint32_t collectiveCapabilities() const override;
+  /// With kNcclCollectives in `common`, the NCCL communicator over `ranks`
+  /// (NcclComm::create; once per Communicator, kept as long as the device);
+  /// without, the ranks' sums are staged through the host, which rank 0
+  /// says once, with why.
+  Status useCollectives(Communicator &ranks, uint32_t common) override;
   // The image encoders' kernels (CudaVision.cpp).
   Expected<std::unique_ptr<Kernel>> preparePatchEmbed(const PatchEmbedDesc &) override;
   Expected<std::unique_ptr<Kernel>> prepareLayerNorm(const LayerNormDesc &) override;
@@ -183,12 +190,11 @@ public:
               CudaQueue &queue) const;
   /// Device memory the kernels own (scratch), in a Buffer.
   Expected<std::unique_ptr<CudaBuffer>> allocateDevice(uint64_t bytes);
-  /// The NCCL communicator over `ranks` (a session's Communicator of more
-  /// than one rank), made the first time a kernel asks (NcclComm::create:
-  /// every rank asks at its first AllReduce kernel); null where the ranks
-  /// stage their sums through the host (NCCL missing on some rank, or
-  /// FM_NCCL=0), with `why` set. Kept as long as the device.
-  Expected<const NcclComm *> ncclFor(Communicator &ranks, std::string *why);
+  /// The NCCL communicator useCollectives made over `ranks`; null where the
+  /// ranks stage their sums through the host (NCCL missing on some rank,
+  /// a rank on another device, FM_NCCL=0, or no agreement was made), with
+  /// `why` set.
+  const NcclComm *ncclFor(const Communicator &ranks, std::string *why = nullptr);
   /// Compute capability, e.g. 90 for sm_90.
   int smVersion() const { return sm_; }
   /// Theoretical DRAM bandwidth from the memory clock and bus width, GB/s.

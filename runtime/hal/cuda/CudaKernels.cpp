@@ -436,11 +436,8 @@ public:
     k->scale_ = *scale;
     k->zero_ = *zero;
     if (d.comm && d.comm->size() > 1) {
-      // GPU to GPU where every rank has NCCL; else through the host.
-      auto nccl = dev.ncclFor(*d.comm, nullptr);
-      if (!nccl)
-        return nccl.status();
-      k->nccl_ = *nccl;
+      // GPU to GPU where every rank agreed on NCCL; else through the host.
+      k->nccl_ = dev.ncclFor(*d.comm);
       if (!k->nccl_)
         k->host_.resize(size_t(std::max<int64_t>(1, d.maxRows)) * d.out.width);
       if (d.stats)

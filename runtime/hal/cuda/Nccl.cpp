@@ -71,18 +71,11 @@ Status ncclCheck(const NcclApi &api, ncclResult_t r, const char *what) {
                        (text ? std::string(text) : "error " + std::to_string(r)));
 }
 
-Expected<std::unique_ptr<NcclComm>> NcclComm::create(Communicator &ranks, std::string &why) {
+Expected<std::unique_ptr<NcclComm>> NcclComm::create(Communicator &ranks) {
   const int rank = ranks.rank(), size = ranks.size();
   auto api = nccl();
-  // Every rank says whether it can; NCCL only where all can.
-  float can = api.isOk() ? 1.0f : 0.0f;
-  FM_RETURN_IF_ERROR(ranks.allReduceSum(&can, 1));
-  if (int(can) != size) {
-    why = api.isOk() ? std::to_string(size - int(can)) + " of " + std::to_string(size) +
-                           " ranks have no NCCL"
-                     : api.message();
-    return std::unique_ptr<NcclComm>();
-  }
+  if (!api)
+    return Status::error("rank " + std::to_string(rank) + ": " + api.message());
   const NcclApi &a = **api;
   ncclUniqueId id{};
   Status made = Status::ok();
@@ -100,7 +93,8 @@ Expected<std::unique_ptr<NcclComm>> NcclComm::create(Communicator &ranks, std::s
     any |= c != 0;
   if (!any)
     return Status::error("rank " + std::to_string(rank) +
-                         ": nccl: rank 0 could not make a unique id (ncclGetUniqueId failed there)");
+                         ": nccl: rank 0 could not make a unique id (ncclGetUniqueId failed "
+                         "there)");
   ncclComm_t comm = nullptr;
   FM_RETURN_IF_ERROR(ncclCheck(a, a.ncclCommInitRank(&comm, size, id, rank),
                                ("ncclCommInitRank (rank " + std::to_string(rank) + " of " +

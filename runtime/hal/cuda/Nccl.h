@@ -61,14 +61,11 @@ Status ncclCheck(const NcclApi &api, ncclResult_t r, const char *what);
 /// per rank (the device's context must be current when it is made).
 class NcclComm {
 public:
-  /// Makes one if every rank of `ranks` can: each rank says whether it
-  /// loaded NCCL (one allReduceSum), rank 0's unique id reaches the others
-  /// (one broadcast), then ncclCommInitRank. Null, with `why` set, where
-  /// some rank has no NCCL (all ranks then stage through the host; none
-  /// waits in an NCCL call the others do not make). Every rank must call
-  /// it at the same point (the first AllReduce kernel a CUDA session
-  /// prepares). An error where ncclCommInitRank fails.
-  static Expected<std::unique_ptr<NcclComm>> create(Communicator &ranks, std::string &why);
+  /// Makes one over every rank of `ranks`, all of which loaded NCCL (the
+  /// ranks agreed on it first: hal::agreeCollectives): rank 0's unique id
+  /// reaches the others (one broadcast), then ncclCommInitRank. Every rank
+  /// calls it at the same point. An error where NCCL fails.
+  static Expected<std::unique_ptr<NcclComm>> create(Communicator &ranks);
   ~NcclComm();
   NcclComm(const NcclComm &) = delete;
   NcclComm &operator=(const NcclComm &) = delete;

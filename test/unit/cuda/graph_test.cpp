@@ -735,22 +735,27 @@ protected:
   }
 };
 
-// Where every rank has NCCL the sum goes GPU to GPU: the communicator is
-// made once (every rank's "can", rank 0's id, init), the all-reduce is
-// recorded after this rank's partial sums with no host synchronization,
-// and a step with it replays as one graph from the second.
+// Where every rank has NCCL the sum goes GPU to GPU: the ranks agree
+// (every rank's vote), the communicator is made once (rank 0's id, init),
+// the all-reduce is recorded after this rank's partial sums with no host
+// synchronization, and a step with it replays as one graph from the second.
 TEST_F(CudaNcclDevice, AllReduceGoesThroughNcclInsideTheGraph) {
   open(true);
   TwoNcclRanks ranks;
+  ASSERT_TRUE(agreeCollectives(*device_, ranks).isOk());
+  EXPECT_EQ(gLog, (Log{"all-reduce 1", "broadcast 32 from 0", "nccl init 2 0"}));
+  // A second session over the same ranks votes again and keeps the
+  // communicator.
+  gLog.clear();
+  ASSERT_TRUE(agreeCollectives(*device_, ranks).isOk());
+  EXPECT_EQ(gLog, Log{"all-reduce 1"});
+  gLog.clear();
   CollectiveStats stats;
   std::unique_ptr<Kernel> reduce = prepareReduce(ranks, rows(2), &stats);
   ASSERT_TRUE(reduce);
-  EXPECT_EQ(gLog, (Log{"all-reduce 1", "broadcast 32 from 0", "nccl init 2 0"}));
   EXPECT_EQ(stats.transport, "NCCL 2.21.5");
-  // A second kernel on the same ranks makes no second communicator.
-  gLog.clear();
   ASSERT_TRUE(prepareReduce(ranks, rows(3), nullptr));
-  EXPECT_EQ(gLog, Log{});
+  EXPECT_EQ(gLog, Log{}) << "preparing kernels makes no collective";
   const Log step = {"launch fm_matvec_f32", "launch fm_add_rows", "nccl all-reduce 8",
                     "launch fm_scale_rows"};
   for (int64_t pos = 0; pos < 3; ++pos) {
@@ -783,6 +788,7 @@ TEST_F(CudaNcclDevice, AllReduceGoesThroughNcclInsideTheGraph) {
 TEST_F(CudaNcclDevice, StridedRowsGoAsOneNcclGroup) {
   open(false);
   TwoNcclRanks ranks;
+  ASSERT_TRUE(agreeCollectives(*device_, ranks).isOk());
   std::unique_ptr<Kernel> reduce =
       prepareReduce(ranks, Rows{arena_.get(), 128, 2 * kWidth, kWidth}, nullptr);
   ASSERT_TRUE(reduce);
@@ -799,18 +805,21 @@ TEST_F(CudaNcclDevice, StridedRowsGoAsOneNcclGroup) {
   EXPECT_EQ(gNcclData[1] - gNcclData[0], 2 * kWidth * sizeof(float));
 }
 
-// A rank without NCCL (here: the other one) makes every rank stage through
-// the host, with one line saying why; no NCCL call is made.
+// A rank without NCCL (here: the other one, which may be on the CPU
+// device) makes every rank stage through the host, with one line saying
+// why; no NCCL call is made.
 TEST_F(CudaNcclDevice, ARankWithoutNcclMakesAllStageThroughTheHost) {
   open(true);
   TwoRanks ranks; // its sum leaves this rank's 1: the other said 0
-  CollectiveStats stats;
   testing::internal::CaptureStderr();
-  std::unique_ptr<Kernel> reduce = prepareReduce(ranks, rows(2), &stats);
+  ASSERT_TRUE(agreeCollectives(*device_, ranks).isOk());
   const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "fm: cuda: the all-reduce of 2 ranks is staged through the host (a rank has "
+                 "no NCCL or no CUDA device)\n");
+  EXPECT_EQ(gLog, Log{"all-reduce 1"});
+  CollectiveStats stats;
+  std::unique_ptr<Kernel> reduce = prepareReduce(ranks, rows(2), &stats);
   ASSERT_TRUE(reduce);
-  EXPECT_EQ(err, "fm: cuda: the all-reduce of 2 ranks is staged through the host (1 of 2 "
-                 "ranks have no NCCL)\n");
   EXPECT_EQ(stats.transport, "host");
   gLog.clear();
   run(reduce);

@@ -4,7 +4,8 @@
 // per rank, then a MoE per rank, each block's partial sums joined by an
 // AllReduce) on cuda and on the CPU device; every rank's logits, prefill
 // and decode, match, with the sums going through NCCL: GPU to GPU on the
-// stream, inside the decode step's CUDA graph, no host staging. On the
+// stream, inside the decode step's CUDA graph, no host staging. With rank
+// 0 on cuda and the others on the CPU device, all agree on the host. On the
 // block emulator (FM_CUDA_EMULATE) NCCL is the emulator's (CudaEmu.h
 // installNccl: the MPI world's allReduceSum on the emulated device's
 // memory) and the host-staged path runs beside it; on GPUs it is the
@@ -149,7 +150,8 @@ fm_cuda_emu::Counts minus(const fm_cuda_emu::Counts &a, const fm_cuda_emu::Count
   return d;
 }
 
-RankRun runRank(const std::vector<uint8_t> &file, const char *device, Communicator &ranks) {
+RankRun runRank(const std::vector<uint8_t> &file, const std::string &device,
+                Communicator &ranks) {
   RankRun r;
   LoadOptions o;
   o.device = device;
@@ -233,13 +235,16 @@ TEST(GpuNccl, OneRankAllReduceDirectAndInAGraph) {
   auto buffer = dev->allocate(data.size() * sizeof(float), MemorySpace::Device);
   ASSERT_TRUE(buffer.isOk()) << buffer.message();
   ASSERT_TRUE(dev->upload(**buffer, 0, data.data(), data.size() * sizeof(float)).isOk());
+  // One rank agrees with itself (agreeCollectives does nothing for one).
+  ASSERT_EQ(dev->collectiveCapabilities(), uint32_t(kNcclCollectives));
+  const Status made = dev->useCollectives(one, kNcclCollectives);
+  ASSERT_TRUE(made.isOk()) << made.message();
   std::string why;
-  auto comm = dev->ncclFor(one, &why);
-  ASSERT_TRUE(comm.isOk()) << comm.message();
-  ASSERT_NE(*comm, nullptr) << why;
-  std::printf("%s: one rank on %s\n", (*comm)->version().c_str(), dev->description().c_str());
+  const NcclComm *comm = dev->ncclFor(one, &why);
+  ASSERT_NE(comm, nullptr) << why;
+  std::printf("%s: one rank on %s\n", comm->version().c_str(), dev->description().c_str());
   for (int step = 0; step < 3; ++step) {
-    cq.allReduce(**comm, devicePtr(buffer->get(), 0), data.size());
+    cq.allReduce(*comm, devicePtr(buffer->get(), 0), data.size());
     const Status s = cq.flush();
     ASSERT_TRUE(s.isOk()) << "step " << step << ": " << s.message();
   }
@@ -293,6 +298,13 @@ TEST(GpuNccl, TracksOnRanksMatchTheCpu) {
               "decode step; %lld graph launches\n",
               rank.c_str(), (long long)nccl.decodeSteps, nccl.stats.collectiveTransport.c_str(),
               (long long)perStep, (long long)nccl.stats.graphLaunches);
+
+  // Rank 0 on cuda, the others on the CPU device (a node without a GPU):
+  // the ranks agree on the host, whose sums every device makes alike.
+  const RankRun mixed = runRank(file, ranks->rank() == 0 ? "cuda" : "cpu", *ranks);
+  ASSERT_FALSE(mixed.logits.empty());
+  EXPECT_EQ(mixed.stats.collectiveTransport, "host") << rank;
+  expectClose(mixed.logits, cpu.logits, 1e-4, rank + ": rank 0 on cuda, the rest on cpu");
   if (!emulated)
     return;
   // Every collective of the decode steps ran as an NCCL all-reduce, and
