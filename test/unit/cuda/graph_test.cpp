@@ -644,7 +644,8 @@ TEST_F(CudaGraphDevice, AllReduceStagesThroughTheHostAfterThePendingSegment) {
 /// is the same), rank 0's unique id stays (broadcast from rank 0).
 class TwoNcclRanks final : public Communicator {
 public:
-  int rank() const override { return 0; }
+  explicit TwoNcclRanks(int rank = 0) : rank_(rank) {}
+  int rank() const override { return rank_; }
   int size() const override { return 2; }
   Status allReduceSum(float *data, int64_t count) override {
     gLog.push_back("all-reduce " + std::to_string(count));
@@ -652,11 +653,20 @@ public:
       data[i] *= 2.0f;
     return Status::ok();
   }
-  Status broadcast(int32_t *, int64_t count, int root) override {
+  Status broadcast(int32_t *data, int64_t count, int root) override {
     gLog.push_back("broadcast " + std::to_string(count) + " from " + std::to_string(root));
+    if (rank_ != root) // what rank 0 sent: its id, or zeros where it made none
+      for (int64_t i = 0; i < count; ++i)
+        data[i] = gRootIdFails ? 0 : 0x07070707;
     return Status::ok();
   }
+  static bool gRootIdFails;
+
+private:
+  int rank_;
 };
+bool TwoNcclRanks::gRootIdFails = false;
+bool gNcclFails = false; // the fake's ncclGetUniqueId and ncclCommInitRank fail
 
 // The fake NCCL: logs "nccl init N R", "nccl all-reduce COUNT" (in place,
 // floats, sum; "capture " inside a capture), "nccl group", "nccl end
@@ -666,10 +676,14 @@ ncclResult_t fakeNcclVersion(int *v) {
   return ncclSuccess;
 }
 ncclResult_t fakeNcclId(ncclUniqueId *id) {
+  if (gNcclFails)
+    return 2; // ncclSystemError
   std::memset(id->internal, 7, sizeof id->internal);
   return ncclSuccess;
 }
 ncclResult_t fakeNcclInit(ncclComm_t *c, int n, ncclUniqueId id, int rank) {
+  if (gNcclFails)
+    return 2;
   EXPECT_EQ(id.internal[0], 7);
   gLog.push_back("nccl init " + std::to_string(n) + " " + std::to_string(rank));
   *c = reinterpret_cast<ncclComm_t>(uintptr_t(0x500));
@@ -709,6 +723,7 @@ protected:
   void SetUp() override {
     CudaGraphDevice::SetUp();
     setNcclForTests(&kFakeNccl);
+    gNcclFails = TwoNcclRanks::gRootIdFails = false;
   }
   void TearDown() override {
     closeDevice(); // with its communicator, while the fake is set
@@ -824,6 +839,29 @@ TEST_F(CudaNcclDevice, ARankWithoutNcclMakesAllStageThroughTheHost) {
   gLog.clear();
   run(reduce);
   EXPECT_EQ(gLog, (Log{"launch fm_add_rows", "sync", "dtoh 32", "all-reduce 8", "htod 32"}));
+}
+
+// NCCL failing while the ranks make their communicator: each rank's error
+// names its rank and what failed; rank 0 still broadcasts (zeros), so that
+// no rank waits in the broadcast alone, and the others refuse the zeros.
+TEST_F(CudaNcclDevice, FailuresToMakeTheCommunicatorNameTheRankAndTheCall) {
+  open(true);
+  gNcclFails = true;
+  TwoNcclRanks zero(0);
+  Status s = agreeCollectives(*device_, zero);
+  EXPECT_EQ(s.message(), "nccl: ncclGetUniqueId: fake NCCL error");
+  EXPECT_EQ(gLog, (Log{"all-reduce 1", "broadcast 32 from 0"}));
+  TwoNcclRanks one(1);
+  TwoNcclRanks::gRootIdFails = true;
+  s = agreeCollectives(*device_, one);
+  EXPECT_EQ(s.message(), "rank 1: nccl: rank 0 could not make a unique id (ncclGetUniqueId "
+                         "failed there)");
+  TwoNcclRanks::gRootIdFails = false;
+  TwoNcclRanks other(1);
+  s = agreeCollectives(*device_, other);
+  EXPECT_EQ(s.message(), "nccl: ncclCommInitRank (rank 1 of 2): fake NCCL error");
+  // No communicator was kept: the kernels stage through the host.
+  EXPECT_EQ(device_->ncclFor(other), nullptr);
 }
 
 // A generated kernel (fmc --target cuda) with four buffers takes 22
