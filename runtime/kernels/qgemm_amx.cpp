@@ -247,18 +247,29 @@ FM_GEMM_INLINE void unpackSigned(const uint8_t *block, uint8_t *rows) {
   }
 }
 
-// The int11 B tiles of a block's 2 units: [2^S w; w] per unit (S =
-// int11ShiftForBits: 8 w at 4 bits, 32 w at 2), 16 tile rows (unit r / 8
-// of tile row r of unpackSigned's layout, then its row r % 8).
+// The int11 B tiles of a block's 2 units: [2^S v; v] per unit (S =
+// int11ShiftForBits), 16 tile rows (unit r / 8 of tile row r of
+// unpackSigned's layout, then its row r % 8), with v the weight's signed
+// byte:
+// - at 2 bits v = w = 2q - 3 (|32 w| <= 96): the grid offset inside the dot;
+// - at 4 bits v = q - 8 (16 v in [-128, 112]), so that S = 4 fits where the
+//   doubled w = 2q - 15 left room for only 8 w: the weight is v + 1/2 and
+//   the fold adds the half through x's group sum (foldUnit's Offset).
 template <int Bits>
 FM_GEMM_INLINE void unpackSignedPair(const uint8_t *block, uint8_t *units) {
   constexpr int V = 2 * Bits, P = 8 / Bits, S = gdetail::int11ShiftForBits(Bits);
-  static_assert((((1 << Bits) - 1) << S) <= 127 && (((1 << Bits) - 1) << (S + 1)) <= 255,
-                "2^S w within a signed byte, 2^(S+1) q within its byte");
+  constexpr bool Offset = pairTileHalfOffset(Bits);
+  static_assert(Offset ? (((1 << Bits) - 1) << S) <= 255 && (8 << S) <= 128
+                       : (((1 << Bits) - 1) << S) <= 127 &&
+                             (((1 << Bits) - 1) << (S + 1)) <= 255,
+                "2^S v within a signed byte, and its shift within a byte");
   const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
-  const __m512i top = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
-  const __m512i topS =
-      _mm512_set1_epi8(static_cast<char>(((1 << Bits) - 1) << S));
+  // The byte subtracted from (q << shift): the centre (2^b - 1) << S of
+  // the doubled grid, or 8 << S (-128) for q - 8.
+  const __m512i top = _mm512_set1_epi8(
+      static_cast<char>(Offset ? 1 << (Bits - 1) : (1 << Bits) - 1));
+  const __m512i topS = _mm512_set1_epi8(static_cast<char>(
+      Offset ? (1 << (Bits - 1)) << S : ((1 << Bits) - 1) << S));
   for (int v = 0; v < V; ++v) {
     const __m512i vec = _mm512_loadu_si512(block + 64 * v);
     for (int j = 0; j < P; ++j) {
@@ -266,35 +277,49 @@ FM_GEMM_INLINE void unpackSignedPair(const uint8_t *block, uint8_t *units) {
       uint8_t *unit = units + (r / 8) * 2 * kUnitTileBytes + 64 * (r % 8);
       const __m512i q = _mm512_and_si512(
           j ? _mm512_srli_epi16(vec, Bits * j) : vec, mask);
-      // 2^(S+1) q stays in its byte, so the 16-bit shift is exact.
-      _mm512_store_si512(unit,
-                         _mm512_sub_epi8(_mm512_slli_epi16(q, S + 1), topS));
-      _mm512_store_si512(unit + kUnitTileBytes,
-                         _mm512_sub_epi8(_mm512_add_epi8(q, q), top));
+      // The shifted q stays in its byte, so the 16-bit shift is exact.
+      if constexpr (Offset) {
+        _mm512_store_si512(unit,
+                           _mm512_sub_epi8(_mm512_slli_epi16(q, S), topS));
+        _mm512_store_si512(unit + kUnitTileBytes, _mm512_sub_epi8(q, top));
+      } else {
+        _mm512_store_si512(unit,
+                           _mm512_sub_epi8(_mm512_slli_epi16(q, S + 1), topS));
+        _mm512_store_si512(unit + kUnitTileBytes,
+                           _mm512_sub_epi8(_mm512_add_epi8(q, q), top));
+      }
     }
   }
 }
 
 // Folds the stored C tiles (c[j]: 16 prepared rows x 16 int32, panel j) of
 // unit u into acc[i][j] for the tile's first `count` x rows (D == 2: digit 0
-// weighs 2^hiShift).
-template <int D>
+// weighs 2^hiShift). Row i's dx is dx[i ldd], or dx[i] in the pair-tile
+// layout (Pair: the tile's 16 rows side by side, so fixed offsets).
+// Offset (the 4-bit pair tile, whose dot is over q - 8): od[i] is the half
+// step's share, 1/2 of the unit's sum of dequantized x (xs, halved by the
+// prepare), added before the group scale hs (then s itself, not s / 2).
+template <int D, bool Pair, bool Offset>
 FM_GEMM_INLINE void foldUnit(const int32_t (*c)[256], const float *dx,
                              int64_t ldd, int count, const __m512 *hs,
-                             int hiShift, __m512 (&acc)[16 / D][D]) {
+                             int hiShift, __m512 (&acc)[16 / D][D],
+                             const float *od) {
 #pragma GCC unroll 16
   for (int i = 0; i < 16 / D; ++i) {
     if (i >= count)
       break;
-    const __m512 d = _mm512_set1_ps(dx[i * ldd]);
+    const __m512 d = _mm512_set1_ps(dx[Pair ? i : i * ldd]);
 #pragma GCC unroll 2
     for (int j = 0; j < D; ++j) {
       __m512i v = _mm512_load_si512(c[j] + 16 * D * i);
       if constexpr (D == 2)
         v = _mm512_add_epi32(_mm512_slli_epi32(v, hiShift),
                              _mm512_load_si512(c[j] + 16 * D * i + 16));
-      acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), d),
-                                  hs[j], acc[i][j]);
+      const __m512 x =
+          Offset ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), d,
+                                   _mm512_set1_ps(od[i]))
+                 : _mm512_mul_ps(_mm512_cvtepi32_ps(v), d);
+      acc[i][j] = _mm512_fmadd_ps(x, hs[j], acc[i][j]);
     }
   }
 }
@@ -368,6 +393,10 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
   const int64_t tiles = (rows * D + 15) / 16;
   const int64_t units = p.geo.blocks * 2;
   constexpr int kChunk = Pair ? kChunkUnits / 2 : kChunkUnits;
+  // The 4-bit pair tile's dot is over q - 8, not 2q - 15: its scales are
+  // not halved, and the half step comes from x's group sums (od).
+  constexpr bool Offset = Pair && pairTileHalfOffset(Bits);
+  constexpr float kHalf = Offset ? 1.0f : 0.5f;
   alignas(64) uint8_t bs[2][kChunk * kUnitBytes];
   alignas(64) float hs[2][kChunk][16];
   alignas(64) int32_t cbuf[2][2][256];
@@ -394,7 +423,7 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                           _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
                                             reinterpret_cast<const __m256i *>(
                                                 sc + 32 * u))),
-                                        _mm512_set1_ps(0.5f)));
+                                        _mm512_set1_ps(kHalf)));
       }
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t first = m0 + R * t;
@@ -409,7 +438,12 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                             : _mm512_load_ps(acc + (first - m0 + i) * 32 +
                                              16 * (j0 + j));
           const int8_t *xa = a.xq + (m0 * D + 16 * t) * lda + c0 * kUnitStep;
-          const float *dx = a.dx + first * a.ldd + c0;
+          // Unit u's dx (and the 4-bit pair tile's half steps, od: its unit
+          // is the group, whose xs the prepare halved) of row i: at
+          // dx[u + i ldd], or in the pair-tile layout dx[16 u + i].
+          const int64_t unitStep = Pair ? 16 : 1;
+          const float *dx = a.dx + first * a.ldd + c0 * unitStep;
+          const float *od = a.xs + first * a.lds + c0 * unitStep;
           // Two units in flight: unit u's products are issued, then unit
           // u - 2 is folded, and only then are unit u - 1's C tiles stored,
           // so that a store does not wait for a product still running.
@@ -428,8 +462,9 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
               __m512 h[D];
               for (int j = 0; j < D; ++j)
                 h[j] = _mm512_load_ps(hs[j0 + j][pu]);
-              foldUnit<D>(cbuf[pu & 1], dx + pu, a.ldd, count, h, a.hiShift,
-                          r);
+              foldUnit<D, Pair, Offset>(cbuf[pu & 1], dx + unitStep * pu,
+                                        a.ldd, count, h, a.hiShift, r,
+                                        od + unitStep * pu);
             }
             if (u >= 1 && u - 1 < cu) {
               if ((u - 1) & 1)

@@ -27,8 +27,8 @@ constexpr int64_t kMaxUnitRows = 64;
 // x row m is quantized per block of U = min(group, 64) inputs exactly as
 // qmatmul does (qmatmul_isa.h, QActivations): D = 1 (int8) or 2 (int8x2,
 // int11) int8 digits, x ~= dx * xv with xv = xq[0] (int8) or
-// 2^S xq[0] + xq[1] (S = hiShift: 8 for int8x2; for int11 int11Shift, 3,
-// or 5 at 2 bits, whose weights leave room for 2^5 w in a byte). Digit d of
+// 2^S xq[0] + xq[1] (S = hiShift: 8 for int8x2; for int11 int11Shift: 5
+// at 2 bits, 4 at 4 bits, 3 wider). Digit d of
 // row m is "prepared row" r = m * D + d:
 //
 //   int8_t xq[Rp][Kp];  // Rp = 16 * ceil(M * D / 16) (int11: 32 * ceil(M /
@@ -37,7 +37,13 @@ constexpr int64_t kMaxUnitRows = 64;
 //   float dx[M][Kp / U];    // the block's scale (a / 2^S)
 //   float xs[M][Kp / G];    // sum over group g of dx * xv: the group's sum
 //                           // of dequantized x, for the grid offset and
-//                           // the affine minimum
+//                           // the affine minimum (half of it in the
+//                           // pair-tile layout at 4 bits: the fold's
+//                           // half step, pairTileHalfOffset)
+//
+// (In the pair-tile layout dx and xs are [ceil(M / 16)][Kp / U][16]
+// instead: a 16-row A tile's values of one unit are one 64-byte run, which
+// the AMX fold reads at fixed offsets; actRowOffset.)
 //
 // A kernel computes, per (row m, output n, block), the exact int32
 //   dot = sum_k (q_k - o) * xv_k   (o: 0, or 128 where an ISA needs signed
@@ -50,18 +56,26 @@ constexpr int64_t kMaxUnitRows = 64;
 // group-32 weights at 2 or 4 bits) keeps the same bytes but puts both
 // digits of x row m side by side, one 64-byte run per 32-input unit u:
 // xq + 2 m Kp + 64 u holds xq[0] of the unit's 32 inputs, then xq[1] of
-// them. One K = 64 tile row is then a whole unit's x (11 bits at 4 bits,
-// 13 at 2), which meets the weights as [2^S w; w] (qgemm_amx.cpp).
+// them. One K = 64 tile row is then a whole unit's x (12 bits at 4 bits,
+// 13 at 2), which meets the weights as [2^S v; v] (qgemm_amx.cpp).
 // ---------------------------------------------------------------------------
 
 /// Digit 0's weight 2^S in int8x2.
 constexpr int kInt8x2Shift = 8;
-/// int11's S for `bits`-bit weights: the largest with 2^S w in a signed
-/// byte for the pair tile's doubled, centred weights w = 2q - (2^b - 1)
-/// (|w| <= 15 at 4 bits: 8 w; |w| <= 3 at 2 bits: 32 w), 3 elsewhere (so
-/// 11-bit x at 4 bits and wider, 13-bit at 2: the second digit within
-/// +-2^(S-1)). The same S on every path: int11 is one rounding.
-constexpr int int11ShiftForBits(int bits) { return bits == 2 ? 5 : 3; }
+/// int11's S for `bits`-bit weights: the largest that the pair tile's
+/// weight bytes leave room for (qgemm_amx.cpp), 3 elsewhere. So x is
+/// 2^S xq[0] + xq[1] with the second digit within +-2^(S-1): 13 bits at
+/// 2 bits (32 w, w = 2q - 3: |32 w| <= 96), 12 at 4 bits (16 (q - 8) in
+/// [-128, 112]; pairTileHalfOffset), 11 for wider weights. The same S on
+/// every path: int11 is one rounding whichever path runs it.
+constexpr int int11ShiftForBits(int bits) {
+  return bits == 2 ? 5 : bits == 4 ? 4 : 3;
+}
+/// Whether the pair tile holds `bits`-bit weights as q - 2^(b-1) (the
+/// weight is that plus 1/2, the half added in the fold from x's group sum)
+/// instead of the doubled, centred 2q - (2^b - 1): at 4 bits, where 16
+/// (2q - 15) would not fit a signed byte.
+constexpr bool pairTileHalfOffset(int bits) { return bits == 4; }
 inline int int11Shift(QuantFormat f) { return int11ShiftForBits(f.bits); }
 
 struct Act {
@@ -76,6 +90,12 @@ struct Act {
   int hiShift; // S: digit 0 weighs 2^S (D == 2)
   bool pairTile; // the pair-tile layout above (only where GemmIsa::pairTile)
 };
+
+/// Where row m's dx (stride ldd = a.ldd) or xs (a.lds) starts; its unit u
+/// is u elements further, or 16 u in the pair-tile layout.
+inline int64_t actRowOffset(const Act &a, int64_t m, int64_t stride) {
+  return a.pairTile ? m / 16 * 16 * stride + m % 16 : m * stride;
+}
 
 /// Bytes of each part of the prepared activations for M rows.
 struct ActSizes {
@@ -94,8 +114,10 @@ inline ActSizes actSizes(QuantFormat f, int64_t M, int64_t K, int digits,
               kPanelBlockInputs;
   s.rowsPadded = int11 ? (M + 15) / 16 * 32 : (M * digits + 15) / 16 * 16;
   s.xqBytes = s.rowsPadded * s.kPadded;
-  s.dxFloats = M * (s.kPadded / U);
-  s.xsFloats = M * (s.kPadded / f.group);
+  // The pair-tile layout's dx and xs fill whole 16-row tiles.
+  const int64_t scaleRows = int11 ? (M + 15) / 16 * 16 : M;
+  s.dxFloats = scaleRows * (s.kPadded / U);
+  s.xsFloats = scaleRows * (s.kPadded / f.group);
   return s;
 }
 

@@ -324,8 +324,10 @@ TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
 }
 
 // The modes' precision against f32 x, on the best path: int11's rms error
-// is well under int8's (8x finer steps: under a quarter; 32x at 2 bits,
-// whose 13-bit x makes it under a sixteenth) and above int8x2's.
+// is well under int8's and above int8x2's. Where the CPU has AMX its steps
+// are 16x finer than int8's at 4 bits (12-bit x: under a tenth; 11-bit x
+// measured 0.12) and 32x at 2 bits (13-bit: under a sixteenth); elsewhere
+// int11 is one rounding at the same bits on every path.
 TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
   for (QuantFormat f : {QuantFormat{4, 32, QuantGrid::Balanced},
                         QuantFormat{2, 32, QuantGrid::Balanced},
@@ -349,7 +351,7 @@ TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
     std::printf("  %s %s: rms error int8 %.3g, int11 %.3g, int8x2 %.3g\n",
                 gemmPathName(gemmPathBest()), formatName(f).c_str(), e8, e11,
                 e16);
-    EXPECT_LT(e11, (f.bits == 2 ? 1.0 / 16 : 0.25) * e8) << formatName(f);
+    EXPECT_LT(e11, (f.bits == 2 ? 1.0 / 16 : 0.1) * e8) << formatName(f);
     EXPECT_GT(e11, e16) << formatName(f);
   }
 }
