@@ -44,6 +44,7 @@ struct Model::Impl {
   int64_t vocab = 0, hidden = 0, layers = 0, parameters = 0;
   int64_t weightBytes = 0, kvBytesPerToken = 0, contextLength = 0;
   double bitsPerWeight = 0.0;
+  bool oneTileWeights = false; // a packed projection int11 takes in one tile
   int64_t ranks = 1, numTracks = 0, numTrackBlocks = 0;
   std::vector<ProgramInfo> programs;
   std::vector<CacheInfo> caches;
@@ -315,6 +316,8 @@ finishLoad(Expected<std::unique_ptr<ArtifactFile>> artifact,
       quantBytes += static_cast<double>(w->size());
       quantElements += static_cast<double>(w->shape()->Get(0)) *
                        static_cast<double>(w->shape()->Get(1));
+      impl->oneTileWeights = impl->oneTileWeights ||
+                             kernels::gemmTakesInt11InOneTile(rt::quantFormatOf(*w));
     }
   }
   impl->bitsPerWeight = quantElements > 0 ? quantBytes * 8.0 / quantElements : 0.0;
@@ -431,6 +434,9 @@ int64_t Model::numLayers() const { return impl_->layers; }
 int64_t Model::parameters() const { return impl_->parameters; }
 int64_t Model::weightBytes() const { return impl_->weightBytes; }
 double Model::bitsPerWeight() const { return impl_->bitsPerWeight; }
+bool Model::int11TakesEffect() const {
+  return impl_->oneTileWeights && impl_->deviceName == "cpu";
+}
 int64_t Model::kvBytesPerToken() const { return impl_->kvBytesPerToken; }
 int64_t Model::contextLength() const { return impl_->contextLength; }
 const std::vector<ProgramInfo> &Model::programs() const { return impl_->programs; }

@@ -22,8 +22,9 @@ Cases (one fm_vit checkpoint, --case picks):
                 (--activations f32) what is left is at most the f16 rounding
                 of each group's scale s' (relative <= 2^-11 per weight; none
                 when the chosen s' is s itself), so the reference must match
-                at --rtol-exact; with the default activations (int8x2, two
-                int8 digits, ~2^-15 relative per input) at --rtol.
+                at --rtol-exact; with int8x2 activations (two int8 digits,
+                ~2^-15 relative per input) at --rtol; with the default ones
+                (int11) at --rtol-default.
   w8-random     --vision-quant w8 on ordinary normal weights: the weights'
                 rounding error is the bound (--rtol).
 Prints one line per check and `N passed, N failed` at the end.
@@ -92,6 +93,10 @@ def main():
     ap.add_argument("--group", type=int, default=32)
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--rtol-exact", type=float, default=1e-5)
+    ap.add_argument("--rtol-default", type=float, default=None,
+                    help="w8/w4: the default activations' bound (int11: 12/13-bit x in "
+                         "the GEMMs AMX takes in one tile per group), --rtol applying "
+                         "to --activations int8x2 (default: --rtol for both)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bin", default="", help="directory of fmc and fm-run (default: PATH)")
     args = ap.parse_args()
@@ -137,7 +142,12 @@ def main():
                        ["--activations", "f32"])
         ok, line = ref.compare(want, exact, args.rtol_exact, argmax=False)
         checks.report(ok, "grid weights, f32 activations: %s" % line)
-        ok, line = ref.compare(want, got, args.rtol, argmax=False)
+        x2 = encode(tool, fmb, tensor, os.path.join(args.work, "int8x2.npy"),
+                    ["--activations", "int8x2"])
+        ok, line = ref.compare(want, x2, args.rtol, argmax=False)
+        checks.report(ok, "grid weights, int8x2 activations: %s" % line)
+        rtol = args.rtol if args.rtol_default is None else args.rtol_default
+        ok, line = ref.compare(want, got, rtol, argmax=False)
         checks.report(ok, "grid weights, default activations: %s" % line)
     else:
         ok, line = ref.compare(want, got, args.rtol, argmax=False)

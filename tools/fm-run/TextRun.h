@@ -29,7 +29,7 @@ struct TextArgs {
   std::vector<std::string> stop;
   bool noSpecialTokens = false;
   // fm-run's options they share.
-  std::string model, device, activations = "int8x2";
+  std::string model, device, activations = "int11";
   std::vector<std::string> trustedKeys; // minisign public key files
   uint64_t maxMemory = 0;               // bytes; 0: physical memory
   int threads = 0;

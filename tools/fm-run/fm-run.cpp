@@ -53,7 +53,7 @@ struct Args {
   std::string logitsOut;
   int64_t prefillChunk = 0;
   bool verifyHash = false;
-  std::string activations = "int8x2";
+  std::string activations = "int11";
   std::string device;
   bool noCudaGraph = false;
   bool listDevices = false;
@@ -74,9 +74,10 @@ fm::SessionOptions::Activations activationsOf(const std::string &name) {
   return a;
 }
 
-// --stats' "activations": what ran (int11 is int8x2 without AMX).
-std::string activationsReport(const std::string &name) {
-  return name == "int11" && !fm::int11TakesEffect() ? "int8x2" : name;
+// --stats' "activations": what ran (int11 is int8x2 without AMX, and for a
+// model without weights that AMX takes in one tile per group).
+std::string activationsReport(const std::string &name, const fm::Model &model) {
+  return name == "int11" && !model.int11TakesEffect() ? "int8x2" : name;
 }
 
 int fail(const std::string &message) {
@@ -470,7 +471,7 @@ int run(const Args &args, fm::Communicator *comm) {
                 static_cast<long long>(decodeTokens),
                 perSecond(decodeTokens, decodeMs), peakRssMb(),
                 session->threads(), st.ranks, perToken, st.collectiveMs,
-                activationsReport(args.activations).c_str(),
+                activationsReport(args.activations, *model).c_str(),
                 model->device().c_str(), anonRssMb(),
                 double(session->memoryBytes()) / (1024.0 * 1024.0),
                 double(model->copiedWeightBytes()) / (1024.0 * 1024.0), deviceMs,
@@ -552,14 +553,14 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
   app.add_option("--activations", args.activations,
-                 "how low-bit weights take their activations: int8x2 (two "
-                 "int8 digits per input, ~16-bit; default), int11 (int8x2, "
-                 "but the prefill GEMMs of w2/w4 g32 weights on AMX take "
-                 "11-bit x in one tile per group: ~1.3x faster prefill, "
-                 "less precise), int8 (one digit, ggml-like, less precise), "
-                 "f32 (exact, ~4x slower decode)")
+                 "how low-bit weights take their activations: int11 "
+                 "(default: int8x2, except that the prefill GEMMs of w2/w4 "
+                 "g32 weights on AMX take x to 13/12 bits in one tile per "
+                 "group: ~1.3x faster prefill), int8x2 (two int8 digits per "
+                 "input, ~16-bit, everywhere), int8 (one digit, ggml-like, "
+                 "less precise), f32 (exact, ~4x slower decode)")
       ->check(CLI::IsMember({"int8x2", "int11", "int8", "f32"}))
-      ->default_str("int8x2");
+      ->default_str("int11");
   app.add_flag_callback(
       "--exact-activations", [&args] { args.activations = "f32"; },
       "same as --activations f32");
