@@ -221,10 +221,13 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 //
 // int11 (Pair): x row m's unit holds both digits side by side (the
 // pair-tile layout, qgemm_isa.h), so one K = 64 tile of 16 x rows meets a
-// unit's B tile of [2^S w; w] (16 tile rows: at 4 bits 8 w = 16 q - 8 (2^b
-// - 1) is within +-120, at 2 bits 32 w within +-96) and one tdpbssd gives
-// sum_k w_k (2^S q0_k + q1_k): int8x2's fold-free combine, at int8's count
-// of tile products and folds.
+// unit's B tile of [2^S v; v] (16 tile rows: at 2 bits v = w and 32 w is
+// within +-96; at 4 bits v = q - 8 and 16 v within [-128, 112], the half
+// step to w / 2 = v + 1/2 added in the fold) and one tdpbssd gives
+// sum_k v_k (2^S q0_k + q1_k): int8x2's fold-free combine, at int8's count
+// of tile products and folds. Its dx and xs are laid out per 16-row tile
+// ([tile][unit][16]; A tiles start at multiples of 16 rows, as kUnitRows
+// ranges do), so the fold reads them at fixed offsets.
 // ---------------------------------------------------------------------------
 
 constexpr int kChunkBlocks = 8;                    // 512 inputs, 16 units
