@@ -10,6 +10,8 @@ struct Support {
   bool avx2 = false;
   bool avx512 = false;
   bool neon = false;
+  bool avx512Vnni = false;
+  bool gfni = false;
 };
 
 Support detect() {
@@ -22,6 +24,8 @@ Support detect() {
   s.avx512 = __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
+  s.avx512Vnni = s.avx512 && __builtin_cpu_supports("avx512vnni");
+  s.gfni = __builtin_cpu_supports("gfni");
 #elif defined(FM_KERNELS_NEON)
   s.neon = true; // Baseline on AArch64.
 #endif
@@ -62,6 +66,10 @@ bool kernelIsaAvailable(KernelIsa isa) {
   }
   return false;
 }
+
+bool cpuHasAvx512Vnni() { return support().avx512Vnni; }
+
+bool cpuHasGfni() { return support().gfni; }
 
 KernelIsa kernelIsaBest() {
   static const KernelIsa best = [] {

@@ -16,4 +16,9 @@ KernelIsa kernelIsaBest();
 /// Whether `isa` is compiled in and this CPU supports it.
 bool kernelIsaAvailable(KernelIsa isa);
 
+/// x86 extensions some AVX-512 kernels take where the CPU has them (false
+/// on other CPUs and builds); detected once.
+bool cpuHasAvx512Vnni();
+bool cpuHasGfni();
+
 } // namespace fm::kernels

@@ -13,6 +13,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
   target_sources(fm_kernels PRIVATE
     ${_fm_gemm_dir}/qgemm_avx2.cpp
     ${_fm_gemm_dir}/qgemm_avx512.cpp
+    ${_fm_gemm_dir}/qgemm_matvec_gfni.cpp
     ${_fm_gemm_dir}/qgemm_amx.cpp)
   set_source_files_properties(${_fm_gemm_dir}/qgemm_avx2.cpp
     DIRECTORY ${_fm_gemm_kernels_dir}
@@ -21,6 +22,10 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
     DIRECTORY ${_fm_gemm_kernels_dir}
     PROPERTIES COMPILE_OPTIONS
       "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mf16c;-mfma;-mprefer-vector-width=512")
+  set_source_files_properties(${_fm_gemm_dir}/qgemm_matvec_gfni.cpp
+    DIRECTORY ${_fm_gemm_kernels_dir}
+    PROPERTIES COMPILE_OPTIONS
+      "-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mgfni;-mf16c;-mfma;-mprefer-vector-width=512")
   set_source_files_properties(${_fm_gemm_dir}/qgemm_amx.cpp
     DIRECTORY ${_fm_gemm_kernels_dir}
     PROPERTIES COMPILE_OPTIONS

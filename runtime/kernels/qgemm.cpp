@@ -2,6 +2,7 @@
 // into a per-thread scratch buffer and splits calls across threads.
 #include "kernels/qgemm.h"
 
+#include "kernels/isa.h"
 #include "kernels/qgemm_isa.h"
 #include "base/ThreadPool.h"
 
@@ -79,26 +80,6 @@ private:
 
 thread_local Scratch tScratch;
 
-#if defined(FM_KERNELS_X86)
-bool hasAvx512Vnni() {
-  static const bool vnni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512vnni");
-  }();
-  return vnni;
-}
-bool hasAvx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return avx2;
-}
-#endif
 
 } // namespace
 
@@ -126,12 +107,12 @@ bool gemmPathAvailable(GemmPath path) {
     return true;
 #if defined(FM_KERNELS_X86)
   case GemmPath::Avx2:
-    return hasAvx2();
+    return kernelIsaAvailable(KernelIsa::Avx2);
   case GemmPath::Avx512Vnni:
-    return hasAvx512Vnni();
+    return cpuHasAvx512Vnni();
   case GemmPath::Amx:
     // The epilogue is AVX-512; every AMX CPU has it.
-    return hasAvx512Vnni() && gdetail::amxUsable();
+    return cpuHasAvx512Vnni() && gdetail::amxUsable();
 #endif
 #if defined(FM_KERNELS_NEON)
   case GemmPath::Neon:
@@ -144,6 +125,23 @@ bool gemmPathAvailable(GemmPath path) {
   default:
     return false;
   }
+}
+
+bool qgemmMatvecUsesGfni() {
+#if defined(FM_KERNELS_X86)
+  return cpuHasAvx512Vnni() && cpuHasGfni() &&
+         gdetail::gMatvecGfni.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void qgemmAllowMatvecGfni(bool allowed) {
+#if defined(FM_KERNELS_X86)
+  gdetail::gMatvecGfni.store(allowed, std::memory_order_relaxed);
+#else
+  (void)allowed;
+#endif
 }
 
 GemmPath gemmPathBest() {
@@ -267,6 +265,15 @@ void runUnits(const GemmIsa &isa, const gdetail::Params &p, int64_t M,
   const int64_t mUnits = (M + kUnitRows - 1) / kUnitRows;
   if (isa.threadSetup)
     isa.threadSetup(p);
+  if (M == 1) {
+    // A matvec: the range's panels in one pass, so that its prefetch runs
+    // on across the units.
+    const int64_t q1 = p0 + end * kUnitPanels;
+    isa.range(p, 0, 1, p0 + begin * kUnitPanels, q1 < p1 ? q1 : p1);
+    if (isa.threadTeardown)
+      isa.threadTeardown();
+    return;
+  }
   // The range's units by bands of row units whose prepared activations
   // fit in about half a core's L2 (kBandBytes), each band over all the
   // range's panels: a band's activations are read from L2 once per panel

@@ -114,6 +114,15 @@ void qgemmColumns(const float *x, int64_t M, int64_t K, const uint8_t *w,
                   bool accumulate, QActivations act, const uint8_t *scratch,
                   int64_t n0, int64_t n1);
 
+/// Whether the lone-row matvec of the AVX-512 VNNI and AMX paths takes its
+/// tile rows out with GFNI (one vgf2p8affineqb each) on this CPU, rather
+/// than by shift and mask.
+bool qgemmMatvecUsesGfni();
+/// For tests: allowed = false makes that matvec split tile rows by shift
+/// and mask even where the CPU has GFNI (true, the default, restores it).
+/// Process-wide: not while other threads run qgemm.
+void qgemmAllowMatvecGfni(bool allowed);
+
 /// qgemm on an explicit path, which must be available; for tests and
 /// benchmarks.
 void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,

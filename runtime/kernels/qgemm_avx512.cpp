@@ -4,11 +4,13 @@
 // micro-tile of 8 prepared x rows x 32 outputs runs one vpdpbusd (u8
 // quants x s8 activations broadcast) per tile row, row and panel, with the
 // 16 int32 accumulators in registers; each unit's dots are then folded into
-// f32 outputs (rangeBitsU, qgemm_x86.h). A lone x row takes the matvec pass
-// below.
+// f32 outputs (rangeBitsU, qgemm_x86.h). A lone x row takes the Panel16
+// matvec (qgemm_matvec_x86.h).
+#include "kernels/isa.h"
+#include "kernels/qgemm_matvec_x86.h"
 #include "kernels/qgemm_prepare.h"
-#include "kernels/qgemm_x86.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace fm::kernels::gdetail {
@@ -41,134 +43,6 @@ FM_GEMM_INLINE void microTile(const int8_t *x, int64_t ldx,
       acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], w1, xb);
     }
   }
-}
-
-// ---------------------------------------------------------------------------
-// One x row (decode's matvec) from the Panel16 layout: a pass over panels
-// [p0, p1) two at a time, which are adjacent in memory, so a thread reads
-// one linear stream (prefetched ahead into L2, as qmatmul's matvec does).
-// Each tile row (4 inputs x 16 outputs) is unpacked in registers and meets
-// its 4 inputs broadcast; the dots of even and odd tile rows run in two
-// chains per panel and digit. A unit's dots are folded at once into 16 f32
-// outputs per panel (the panel's 16 scales of the group: one load).
-// ---------------------------------------------------------------------------
-
-// 0, 512, 2048 and 8192 bytes ahead were within noise of each other (1 thread,
-// 8192 x 3072 w4 g32): the stream is linear and the hardware prefetchers see it.
-constexpr int64_t kMatvecPrefetchBytes = 2048;
-
-template <int Bits>
-FM_GEMM_INLINE __m512i tileRow(const uint8_t *block, int t) {
-  if constexpr (Bits == 8) {
-    return _mm512_loadu_si512(block + 64 * t);
-  } else {
-    constexpr int V = 2 * Bits;
-    const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << Bits) - 1));
-    const __m512i vec = _mm512_loadu_si512(block + 64 * (t % V));
-    const int shift = Bits * (t / V);
-    return _mm512_and_si512(shift ? _mm512_srli_epi16(vec, shift) : vec, mask);
-  }
-}
-
-template <int D, int Bits, int U, int NP>
-FM_GEMM_INLINE void matvecPanels(const Params &p, int64_t m, int64_t pi,
-                                 const uint8_t *&cursor, const uint8_t *end) {
-  const QuantFormat f = p.f;
-  const Act &a = p.act;
-  constexpr int halves = kPanelBlockInputs / U, tilesPerHalf = U / 4;
-  const uint8_t *panel[NP];
-  for (int j = 0; j < NP; ++j)
-    panel[j] = p.w + (pi + j) * p.geo.panelBytes;
-  const int8_t *xq[D];
-  for (int d = 0; d < D; ++d)
-    xq[d] = a.xq + (m * D + d) * a.ldx;
-  // The prefetch cursor runs ahead of the block being read, at its pace.
-  const int64_t perBlock = NP * p.geo.blockBytes;
-  __m512 acc[NP];
-  for (int j = 0; j < NP; ++j)
-    acc[j] = _mm512_setzero_ps();
-  __m512 s[NP], mo[NP];
-  for (int64_t b = 0; b < p.geo.blocks; ++b) {
-    const uint8_t *stop = panel[NP - 1] + (b + 1) * p.geo.blockBytes +
-                          kMatvecPrefetchBytes;
-    if (stop > end)
-      stop = end;
-    for (int64_t n = 0; cursor < stop && n < perBlock; n += 64, cursor += 64)
-      _mm_prefetch(reinterpret_cast<const char *>(cursor), _MM_HINT_T1);
-    const uint8_t *block[NP];
-    for (int j = 0; j < NP; ++j)
-      block[j] = panel[j] + b * p.geo.blockBytes;
-    for (int h = 0; h < halves; ++h) {
-      const int64_t u = b * halves + h, k0 = u * U, g = k0 / f.group;
-      const bool groupStart = k0 % f.group == 0;
-      const bool groupEnd = (k0 + U) % f.group == 0;
-      if (groupStart)
-        for (int j = 0; j < NP; ++j)
-          K::scales(panel[j], p.geo, f, g, &s[j], &mo[j]);
-      __m512i dot[NP][D][2];
-      for (int j = 0; j < NP; ++j)
-        for (int d = 0; d < D; ++d)
-          dot[j][d][0] = dot[j][d][1] = _mm512_setzero_si512();
-      const int t0 = h * tilesPerHalf;
-#pragma GCC unroll 16
-      for (int t = 0; t < tilesPerHalf; ++t) {
-        __m512i xb[D];
-        for (int d = 0; d < D; ++d) {
-          int32_t quad;
-          std::memcpy(&quad, xq[d] + k0 + 4 * t, 4);
-          xb[d] = _mm512_set1_epi32(quad);
-        }
-#pragma GCC unroll 2
-        for (int j = 0; j < NP; ++j) {
-          const __m512i w = tileRow<Bits>(block[j], t0 + t);
-#pragma GCC unroll 2
-          for (int d = 0; d < D; ++d)
-            dot[j][d][t & 1] = _mm512_dpbusd_epi32(dot[j][d][t & 1], w, xb[d]);
-        }
-      }
-      const __m512 dx = _mm512_set1_ps(a.dx[m * a.ldd + u]);
-      for (int j = 0; j < NP; ++j) {
-        __m512i dj[D];
-        for (int d = 0; d < D; ++d)
-          dj[d] = _mm512_add_epi32(dot[j][d][0], dot[j][d][1]);
-        acc[j] = _mm512_fmadd_ps(
-            _mm512_mul_ps(_mm512_cvtepi32_ps(K::combine<D>(dj, a.hiShift)), dx),
-            s[j], acc[j]);
-        if (groupEnd)
-          acc[j] = _mm512_fmadd_ps(mo[j], _mm512_set1_ps(a.xs[m * a.lds + g]),
-                                   acc[j]);
-      }
-    }
-  }
-  for (int j = 0; j < NP; ++j) {
-    const int64_t n0 = (pi + j) * kPanelRows;
-    const int64_t valid = p.N - n0 < kPanelRows ? p.N - n0 : kPanelRows;
-    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-    float *out = p.y + m * p.ldy + n0;
-    __m512 v = acc[j];
-    if (p.accumulate)
-      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, out));
-    _mm512_mask_storeu_ps(out, mask, v);
-  }
-}
-
-template <int D, int Bits, int U>
-void matvecRangeU(const Params &p, int64_t m, int64_t p0, int64_t p1) {
-  const uint8_t *cursor = p.w + p0 * p.geo.panelBytes;
-  const uint8_t *end = p.w + p1 * p.geo.panelBytes;
-  int64_t pi = p0;
-  for (; pi + 2 <= p1; pi += 2)
-    matvecPanels<D, Bits, U, 2>(p, m, pi, cursor, end);
-  if (pi < p1)
-    matvecPanels<D, Bits, U, 1>(p, m, pi, cursor, end);
-}
-
-template <int D, int Bits>
-void matvecRange(const Params &p, int64_t m, int64_t p0, int64_t p1) {
-  if (p.act.unit == 32)
-    matvecRangeU<D, Bits, 32>(p, m, p0, p1);
-  else
-    matvecRangeU<D, Bits, 64>(p, m, p0, p1);
 }
 
 // Per unit the int32 dots of a row and a panel are folded into its 16 f32
@@ -251,7 +125,7 @@ template <int D, int Bits>
 void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
                int64_t p1) {
   if (m1 - m0 == 1)
-    return matvecRange<D, Bits>(p, m0, p0, p1);
+    return avx512VnniMatvec(p, m0, p0, p1);
   withUnit(p, [&](auto unit, auto centred) {
     rangeBitsU<D, Bits, decltype(unit)::value, decltype(centred)::value>(
         p, m0, m1, p0, p1);
@@ -272,12 +146,12 @@ void range(const Params &p, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
 
 } // namespace
 
-// range() of one row: rangeBits hands it to matvecRange.
+std::atomic<bool> gMatvecGfni{true};
+
 void avx512VnniMatvec(const Params &p, int64_t m, int64_t p0, int64_t p1) {
-  if (p.act.digits == 2)
-    range<2>(p, m, m + 1, p0, p1);
-  else
-    range<1>(p, m, m + 1, p0, p1);
+  if (cpuHasGfni() && gMatvecGfni.load(std::memory_order_relaxed))
+    return avx512VnniGfniMatvec(p, m, p0, p1);
+  PanelMatvec<Tag, false>::run(p, m, p0, p1);
 }
 
 const GemmIsa kGemmAvx512Vnni[2] = {

@@ -5,6 +5,7 @@
 
 #include "kernels/qgemm_layout.h"
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -190,10 +191,16 @@ extern const GemmIsa kGemmAmx[2];
 extern const GemmIsa kGemmNeon[2];
 extern const GemmIsa kGemmNeonI8mm[2];
 
-/// One x row (m) of panels [p0, p1) on AVX-512 VNNI (qgemm_avx512.cpp: the
-/// decode matvec from the Panel16 layout), also the AMX path's for a lone row
-/// (16-row tiles would compute 15 rows for nothing); not the pair-tile layout.
+/// One x row (m) of panels [p0, p1) on AVX-512 VNNI (qgemm_matvec_x86.h:
+/// the decode matvec from the Panel16 layout), also the AMX path's for a
+/// lone row (16-row tiles would compute 15 rows for nothing); not the
+/// pair-tile layout. Takes tile rows out with GFNI where the CPU has it and
+/// gMatvecGfni allows (avx512VnniGfniMatvec, qgemm_matvec_gfni.cpp), else by
+/// shift and mask.
 void avx512VnniMatvec(const Params &p, int64_t m, int64_t p0, int64_t p1);
+void avx512VnniGfniMatvec(const Params &p, int64_t m, int64_t p0, int64_t p1);
+/// qgemmSetMatvecGfni's switch (tests); true by default.
+extern std::atomic<bool> gMatvecGfni;
 
 /// AMX: whether CPUID reports AMX-TILE and AMX-INT8, the OS enables the
 /// tile state, and Linux granted this process its use

@@ -215,6 +215,53 @@ TEST(QGemm, LargeShapesAcrossThreads) {
   }
 }
 
+// A lone x row (decode's matvec from the Panel16 layout) over many panels,
+// odd and even panel counts, split across threads, in every format: within
+// the bound of the generic qmatmul, the same bits on 2 and 3 threads, and,
+// where the AVX-512 matvec takes tile rows out with GFNI, the same bits
+// with them split by shift and mask (the same integer dots and folds).
+TEST(QGemm, MatvecAcrossPanels) {
+  const std::vector<GemmRun> runs = availableRuns();
+  const bool gfni = qgemmMatvecUsesGfni();
+  if (!gfni)
+    std::printf("  [ SKIPPED ] shift and mask against GFNI: no GFNI matvec "
+                "on %s\n",
+                cpuName().c_str());
+  uint32_t seed = 3200;
+  int compared = 0;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t N : {208, 1000}) {
+      const int64_t M = 1, K = 384;
+      const testing::QMatmulProblem p(f, M, K, N, seed++);
+      const std::vector<uint8_t> w =
+          repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
+      std::vector<float> yg(M * N);
+      qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
+                p.w.data(), f, N, yg.data(), false, nullptr);
+      for (const GemmRun &r : runs) {
+        if (r.act == QActivations::F32)
+          continue;
+        const std::vector<float> y1 = runGemm(p, w, r, false, 1);
+        for (int64_t i = 0; i < M * N; ++i)
+          ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+              << r.name << " " << formatName(f) << " N=" << N << " at " << i;
+        for (int threads : {2, 3})
+          ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
+              << r.name << " " << formatName(f) << " threads=" << threads;
+        if (gfni) {
+          qgemmAllowMatvecGfni(false);
+          const std::vector<float> y2 = runGemm(p, w, r, false, 1);
+          qgemmAllowMatvecGfni(true);
+          ASSERT_EQ(y2, y1) << r.name << " " << formatName(f)
+                            << ": shift and mask against GFNI, N=" << N;
+          ++compared;
+        }
+      }
+    }
+  if (gfni)
+    std::printf("  %d runs: shift and mask the same bits as GFNI\n", compared);
+}
+
 // Enough rows of a wide K that a thread's units run in several bands of row
 // units (qgemm.cpp's runUnits: 6 row units of 64, 4 to a band at K = 3072
 // with int8x2), with thread ranges that start and end inside a panel pair:

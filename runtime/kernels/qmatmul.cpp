@@ -2,6 +2,7 @@
 // a per-thread scratch buffer and splits calls across threads.
 #include "kernels/qmatmul.h"
 
+#include "kernels/isa.h"
 #include "kernels/qmatmul_isa.h"
 #include "base/ThreadPool.h"
 
@@ -25,23 +26,6 @@ constexpr int64_t kMinParallelWork = 1 << 15;
 constexpr int64_t kPrefillUnitRowsN = 64;
 constexpr int64_t kPrefillUnitRowsM = 128;
 
-#if defined(FM_KERNELS_X86)
-bool cpuHasAvx512Vnni() {
-  static const bool vnni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") != 0;
-  }();
-  return vnni;
-}
-
-bool cpuHasGfni() {
-  static const bool gfni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("gfni") != 0;
-  }();
-  return gfni;
-}
-#endif
 
 const QMatmulIsa &isaTable(KernelIsa path, QActivations act) {
   assert(kernelIsaAvailable(path) && "qmatmul path not available");

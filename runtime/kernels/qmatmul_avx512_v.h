@@ -6,6 +6,7 @@
 // instantiates V in its own anonymous namespace, with its own flags.
 #pragma once
 
+#include "kernels/gfni_planes.h"
 #include "kernels/qmatmul_impl.h"
 
 #include <immintrin.h>
@@ -13,19 +14,6 @@
 #include <cstdint>
 
 namespace fm::kernels::qdetail::avx512vnni {
-
-/// The GF(2) matrix (vgf2p8affineqb's 8 x 8 bits, row 7 - i makes result
-/// bit i) that takes plane J of a byte of Bits-bit quants down to its low
-/// Bits bits and clears the others.
-constexpr uint64_t planeMatrix(int Bits, int J) {
-  uint64_t m = 0;
-  for (int i = 0; i < Bits; ++i)
-    m |= (uint64_t(1) << (Bits * J + i)) << (8 * (7 - i));
-  return m;
-}
-static_assert(planeMatrix(4, 1) == 0x1020408000000000ull, "bits 4-7 -> 0-3");
-static_assert(planeMatrix(2, 3) == 0x4080000000000000ull, "bits 6-7 -> 0-1");
-
 namespace {
 
 // Gfni: planes 1.. of 2- and 4-bit quants through vgf2p8affineqb (the CPU
@@ -52,7 +40,7 @@ template <bool Gfni> struct V {
       // One vgf2p8affineqb: result bit i of each byte is the parity of the
       // byte AND matrix byte 7 - i, so matrix byte 7 - i = bit Bits*J + i
       // (i < Bits) moves the plane's bits down and clears the rest.
-      constexpr uint64_t kMatrix = planeMatrix(Bits, J);
+      constexpr uint64_t kMatrix = gfniPlaneMatrix(Bits, J);
       return _mm512_gf2p8affine_epi64_epi8(
           w, _mm512_set1_epi64(static_cast<long long>(kMatrix)), 0);
     } else {
