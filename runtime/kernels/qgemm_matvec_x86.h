@@ -63,7 +63,7 @@ template <typename Tag, bool Gfni> struct PanelMatvec {
   /// before `end`.
   static FM_GEMM_INLINE void
   prefetchScales(const Params &p, const uint8_t *panel, const uint8_t *end) {
-    if (panel >= end)
+    if (end - panel <= 0)
       return;
     for (int64_t o = p.geo.scaleOffset; o < p.geo.panelBytes; o += 64)
       _mm_prefetch(reinterpret_cast<const char *>(panel + o), _MM_HINT_T1);
@@ -101,7 +101,7 @@ template <typename Tag, bool Gfni> struct PanelMatvec {
       // Each panel's stream, kPrefetchBytes ahead of the block being read.
       for (int j = 0; j < NP; ++j)
         for (int64_t o = 0; o < p.geo.blockBytes; o += 64)
-          if (block[j] + kPrefetchBytes + o < end)
+          if (kPrefetchBytes + o < end - block[j])
             _mm_prefetch(
                 reinterpret_cast<const char *>(block[j] + kPrefetchBytes + o),
                 _MM_HINT_T1);
@@ -180,12 +180,13 @@ template <typename Tag, bool Gfni> struct PanelMatvec {
       ++groupShift;
     const uint8_t *start = p.w + p0 * p.geo.panelBytes;
     const uint8_t *end = p.w + p1 * p.geo.panelBytes;
-    // The first panels' scales, and the bytes before the blocks' prefetch
-    // distance takes over.
+    // The first two panels' scales, and the bytes before the blocks'
+    // prefetch distance takes over.
     prefetchScales(p, start, end);
-    for (const uint8_t *q = start; q < start + kPrefetchBytes && q < end;
-         q += 64)
-      _mm_prefetch(reinterpret_cast<const char *>(q), _MM_HINT_T1);
+    if (p1 - p0 > 1)
+      prefetchScales(p, start + p.geo.panelBytes, end);
+    for (int64_t o = 0; o < kPrefetchBytes && o < end - start; o += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(start + o), _MM_HINT_T1);
     int64_t pi = p0;
     for (; pi + 2 <= p1; pi += 2)
       panels<D, Bits, U, Centred, 2>(p, m, pi, groupShift, end);
