@@ -8,10 +8,10 @@
 // machine's drift moves far less than it moves either median.
 //
 //   fm-qmatvec-planes [THREADS...]   (default 1 2)
-#include "cold_bytes.h"
+#include "base/ThreadPool.h"
 #include "kernels/qmatmul.h"
 #include "kernels/quantize.h"
-#include "base/ThreadPool.h"
+#include "packed_copies.h"
 
 #include <algorithm>
 #include <chrono>
@@ -33,33 +33,14 @@ struct Shape {
   int bits, group;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void pair(const Shape &s, int threads, QActivations act) {
   const QuantFormat f{s.bits, s.group, QuantGrid::Balanced};
   const int64_t rowBytes = static_cast<int64_t>(packedRowBytes(f, s.K));
-  const int64_t quants = fm::kernels::quantBytes(f, s.K);
   const int64_t bytes = s.N * rowBytes;
-  const int64_t copies = fm::bench::coldBytes() / bytes + 1;
   std::mt19937 rng(1);
-  std::vector<std::unique_ptr<uint8_t, decltype(&std::free)>> w;
-  for (int64_t c = 0; c < copies; ++c) {
-    w.emplace_back(static_cast<uint8_t *>(
-                       std::aligned_alloc(64, (bytes + 63) / 64 * 64)),
-                   &std::free);
-    uint8_t *p = w.back().get();
-    for (int64_t n = 0; n < s.N; ++n) {
-      uint8_t *row = p + n * rowBytes;
-      for (int64_t i = 0; i < quants; ++i)
-        row[i] = static_cast<uint8_t>(rng());
-      const uint16_t h = fm::kernels::floatToHalf(0.01f);
-      for (int64_t i = quants; i + 1 < rowBytes; i += 2)
-        std::memcpy(row + i, &h, 2);
-    }
-  }
+  const std::vector<fm::bench::Bytes> w =
+      fm::bench::coldPackedCopies(f, s.N, s.K, rng);
+  const int64_t copies = static_cast<int64_t>(w.size());
   std::vector<float> x(s.K), y(s.N);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float &v : x)
@@ -74,15 +55,15 @@ void pair(const Shape &s, int threads, QActivations act) {
       const uint8_t *wp = w[next].get();
       next = next + 1 == copies ? 0 : next + 1;
       if (shiftMask)
-        fm::kernels::qmatmulAvx512ShiftMaskOn(act, x.data(), 1, s.K, wp, f,
-                                              s.N, y.data(), false, &pool);
+        fm::kernels::qmatmulAvx512ShiftMaskOn(act, x.data(), 1, s.K, wp, f, s.N,
+                                              y.data(), false, &pool);
       else
         fm::kernels::qmatmul(x.data(), 1, s.K, wp, f, s.N, y.data(), false,
                              &pool, act);
     }
-    const double secs = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     return double(iterations) * double(bytes) / secs / 1e9;
   };
   run(false); // warm-up: page faults, the pool's threads
@@ -104,10 +85,10 @@ void pair(const Shape &s, int threads, QActivations act) {
   std::sort(ratio.begin(), ratio.end());
   std::printf("| %lld x %lld | w%d g%d | %s | %d | %.1f | %.1f | %.3f "
               "[%.3f, %.3f] |\n",
-              static_cast<long long>(s.N), static_cast<long long>(s.K),
-              s.bits, s.group, fm::kernels::qActivationsName(act), threads,
-              median(shiftMask), median(gfni), ratio[10], ratio[5],
-              ratio[15]);
+              static_cast<long long>(s.N), static_cast<long long>(s.K), s.bits,
+              s.group, fm::kernels::qActivationsName(act), threads,
+              fm::bench::median(shiftMask), fm::bench::median(gfni), ratio[10],
+              ratio[5], ratio[15]);
   std::fflush(stdout);
 }
 
@@ -130,9 +111,9 @@ int main(int argc, char **argv) {
   std::printf("| N x K | weights | x | threads | shift and mask | GFNI | "
               "ratio [quartiles] |\n| --- | --- | --- | --- | --- | --- | "
               "--- |\n");
-  const Shape shapes[] = {
-      {6656, 2048, 2, 64}, {2048, 6656, 2, 64}, {8192, 3072, 2, 64},
-      {6656, 2048, 4, 32}, {2048, 6656, 4, 32}, {8192, 3072, 4, 32}};
+  const Shape shapes[] = {{6656, 2048, 2, 64}, {2048, 6656, 2, 64},
+                          {8192, 3072, 2, 64}, {6656, 2048, 4, 32},
+                          {2048, 6656, 4, 32}, {8192, 3072, 4, 32}};
   for (int t : threads)
     for (const Shape &s : shapes)
       pair(s, t, QActivations::Int8x2);

@@ -40,3 +40,13 @@ if(TARGET fm_kernels)
     target_compile_options(fm-qmatvec-planes PRIVATE -O2 -Wall -Wextra)
   endif()
 endif()
+
+# fm-matvec-layouts: decode's matvec from the row layout against qgemm's
+# lone-row pass over the Panel16 copy, alternating in pairs, cold and hot.
+if(TARGET fm_kernels)
+  add_executable(fm-matvec-layouts ${CMAKE_CURRENT_LIST_DIR}/matvec_layouts.cpp)
+  target_link_libraries(fm-matvec-layouts PRIVATE fm_kernels)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(fm-matvec-layouts PRIVATE -O2 -Wall -Wextra)
+  endif()
+endif()
