@@ -145,4 +145,17 @@ void ThreadPool::workerLoop(int index) {
   }
 }
 
+void ThreadPool::parallelForDynamic(int64_t n, int64_t grain, RangeFn fn) {
+  if (n <= 0)
+    return;
+  if (grain < 1)
+    grain = 1;
+  std::atomic<int64_t> next{0};
+  auto claim = [&](int64_t, int64_t) {
+    for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;)
+      fn(b, b + grain < n ? b + grain : n);
+  };
+  parallelFor(numThreads_, claim);
+}
+
 } // namespace fm::rt

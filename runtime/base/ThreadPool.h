@@ -56,6 +56,15 @@ public:
   /// Empty chunks are skipped, so fn only ever sees begin < end.
   void parallelFor(int64_t n, RangeFn fn);
 
+  /// Runs fn over [0, n) in chunks of `grain` (the last may be shorter)
+  /// that the threads claim one after another, so that a thread that runs
+  /// slower (a core shared with another job, an efficiency core) takes
+  /// fewer of them rather than holding the others up, as parallelFor's fixed
+  /// chunks would. Which thread runs a chunk varies from call to call: for
+  /// work whose chunks are independent (each output computed in one chunk).
+  /// fn sees each chunk once, begin < end.
+  void parallelForDynamic(int64_t n, int64_t grain, RangeFn fn);
+
   /// How many parallelFor calls have handed work to the workers (not the
   /// ones run inline): what a kernel that promises one hand-off per call
   /// is tested against.

@@ -337,7 +337,12 @@ void qgemmOn(GemmPath path, const float *x, int64_t M, int64_t K,
     runUnits(isa, p, M, 0, p.geo.panels, begin, end);
   };
   if (parallel)
-    pool->parallelFor(mUnits * pUnits, body);
+    // Claimed in chunks of about an eighth of a thread's share: a thread on
+    // a busy core takes fewer (the outputs do not depend on which thread
+    // runs a unit).
+    pool->parallelForDynamic(
+        mUnits * pUnits,
+        std::max<int64_t>(1, mUnits * pUnits / (8 * pool->numThreads())), body);
   else
     body(0, mUnits * pUnits);
 }

@@ -1,5 +1,6 @@
-// Checks fm::rt::ThreadPool: coverage and chunking of parallelFor, repeated
-// and idle-separated calls, nesting, and shutdown.
+// Checks fm::rt::ThreadPool: coverage and chunking of parallelFor and
+// parallelForDynamic, repeated and idle-separated calls, nesting, and
+// shutdown.
 #include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,49 @@ TEST(ThreadPool, EveryIndexRunsOnceInOneChunkPerThread) {
         EXPECT_LT(begin, end);
     }
   }
+}
+
+// parallelForDynamic: every index once, in chunks of `grain` that start at
+// multiples of it (the last one cut at n); a thread that is slow gets fewer
+// of them (here a body that sleeps on the caller's thread, so the worker
+// claims the rest).
+TEST(ThreadPool, DynamicChunksCoverTheRangeOnce) {
+  for (int threads : {1, 2, 3})
+    for (int64_t grain : {1, 3, 64})
+      for (int64_t n : {0, 1, 2, 7, 64, 1000}) {
+        ThreadPool pool(threads);
+        std::vector<std::atomic<int>> hits(n);
+        std::mutex mutex;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        pool.parallelForDynamic(n, grain, [&](int64_t begin, int64_t end) {
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            chunks.emplace_back(begin, end);
+          }
+          for (int64_t i = begin; i < end; ++i)
+            hits[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[i].load(), 1)
+              << "threads=" << threads << " grain=" << grain << " n=" << n;
+        EXPECT_EQ(static_cast<int64_t>(chunks.size()), (n + grain - 1) / grain);
+        for (auto [begin, end] : chunks) {
+          EXPECT_EQ(begin % grain, 0);
+          EXPECT_EQ(end, std::min(begin + grain, n));
+        }
+      }
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> callerChunks{0}, chunks{0};
+  pool.parallelForDynamic(40, 1, [&](int64_t, int64_t) {
+    chunks.fetch_add(1);
+    if (std::this_thread::get_id() == caller) {
+      callerChunks.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  EXPECT_EQ(chunks.load(), 40);
+  EXPECT_LT(callerChunks.load(), 20) << "the slow thread took half the chunks";
 }
 
 TEST(ThreadPool, ManyBackToBackCalls) {
