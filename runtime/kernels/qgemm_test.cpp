@@ -156,6 +156,34 @@ void expectMatchesGeneric(const testing::QMatmulProblem &p,
   }
 }
 
+// The generic qmatmul's y for p (f32 x), the reference of the tests below.
+std::vector<float> genericY(const testing::QMatmulProblem &p) {
+  std::vector<float> y(p.M * p.N);
+  qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), p.M, p.K,
+            p.w.data(), p.f, p.N, y.data(), false, nullptr);
+  return y;
+}
+
+// Run r of p on 1 thread within the mode's bound of yg, and the same bits on
+// 2 and 3 threads; returns the 1-thread y. `what` names the case.
+std::vector<float> expectRunMatches(const testing::QMatmulProblem &p,
+                                    const std::vector<uint8_t> &w,
+                                    const GemmRun &r,
+                                    const std::vector<float> &yg,
+                                    const std::string &what) {
+  const std::vector<float> y1 = runGemm(p, w, r, false, 1);
+  for (int64_t i = 0; i < p.M * p.N; ++i) {
+    EXPECT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
+        << r.name << " " << what << " at " << i;
+    if (::testing::Test::HasFailure())
+      return y1;
+  }
+  for (int threads : {2, 3})
+    EXPECT_EQ(runGemm(p, w, r, false, threads), y1)
+        << r.name << " " << what << " threads=" << threads;
+  return y1;
+}
+
 // Every path and mode against the generic qmatmul (f32 x): within the
 // rounding bound of x for the mode (QMatmulProblem::tolerance), and the
 // same bits on 1, 2 and 3 threads.
@@ -198,19 +226,13 @@ TEST(QGemm, LargeShapesAcrossThreads) {
     const testing::QMatmulProblem p(f, M, K, N, seed++);
     const std::vector<uint8_t> w =
         repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
-    std::vector<float> yg(M * N);
-    qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
-              p.w.data(), f, N, yg.data(), false, nullptr);
+    const std::vector<float> yg = genericY(p);
     for (const GemmRun &r : runs) {
       if (r.act == QActivations::F32)
         continue;
-      const std::vector<float> y1 = runGemm(p, w, r, false, 1);
-      for (int64_t i = 0; i < M * N; ++i)
-        ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
-            << r.name << " " << formatName(f) << " at " << i;
-      for (int threads : {2, 3})
-        ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
-            << r.name << " threads=" << threads;
+      expectRunMatches(p, w, r, yg, formatName(f));
+      if (::testing::Test::HasFailure())
+        return;
     }
   }
 }
@@ -235,19 +257,14 @@ TEST(QGemm, MatvecAcrossPanels) {
       const testing::QMatmulProblem p(f, M, K, N, seed++);
       const std::vector<uint8_t> w =
           repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
-      std::vector<float> yg(M * N);
-      qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
-                p.w.data(), f, N, yg.data(), false, nullptr);
+      const std::vector<float> yg = genericY(p);
       for (const GemmRun &r : runs) {
         if (r.act == QActivations::F32)
           continue;
-        const std::vector<float> y1 = runGemm(p, w, r, false, 1);
-        for (int64_t i = 0; i < M * N; ++i)
-          ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
-              << r.name << " " << formatName(f) << " N=" << N << " at " << i;
-        for (int threads : {2, 3})
-          ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
-              << r.name << " " << formatName(f) << " threads=" << threads;
+        const std::vector<float> y1 = expectRunMatches(
+            p, w, r, yg, formatName(f) + " N=" + std::to_string(N));
+        if (::testing::Test::HasFailure())
+          return;
         if (gfni) {
           qgemmAllowMatvecGfni(false);
           const std::vector<float> y2 = runGemm(p, w, r, false, 1);
@@ -273,19 +290,13 @@ TEST(QGemm, RowBandsAcrossThreads) {
   const testing::QMatmulProblem p(f, M, K, N, 3100);
   const std::vector<uint8_t> w =
       repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
-  std::vector<float> yg(M * N);
-  qmatmulOn(KernelIsa::Generic, QActivations::F32, p.x.data(), M, K,
-            p.w.data(), f, N, yg.data(), false, nullptr);
+  const std::vector<float> yg = genericY(p);
   for (const GemmRun &r : runs) {
     if (r.act == QActivations::F32)
       continue;
-    const std::vector<float> y1 = runGemm(p, w, r, false, 1);
-    for (int64_t i = 0; i < M * N; ++i)
-      ASSERT_NEAR(y1[i], yg[i], p.tolerance(i, r.act))
-          << r.name << " at " << i;
-    for (int threads : {2, 3})
-      ASSERT_EQ(runGemm(p, w, r, false, threads), y1)
-          << r.name << " threads=" << threads;
+    expectRunMatches(p, w, r, yg, "row bands");
+    if (::testing::Test::HasFailure())
+      return;
   }
 }
 
