@@ -80,7 +80,6 @@ private:
 
 thread_local Scratch tScratch;
 
-
 } // namespace
 
 const char *gemmPathName(GemmPath path) {
