@@ -19,8 +19,8 @@ does: one llama_decode of the whole prompt (prefill), then tokens one at a
 time (decode), after a warm-up.
 
 fmc's artifacts run with the default activations (int11: int8x2, ~16-bit,
-except for the prefill GEMMs that AMX takes in one tile per group, w2/w4
-g32, at 13/12 bits), and the w4 artifact again with --activations int8x2
+except for the prefill GEMMs that AMX takes in one tile per 32-input
+block, w2 g32/g64 and w4 g32, at 13/12 bits), and the w4 artifact again with --activations int8x2
 (~16-bit everywhere) and with
 --activations int8, one int8 digit per input and a scale per 32 inputs,
 the scheme of the Q8_0 activations llama.cpp's Q4_0 meets. Each fmc row

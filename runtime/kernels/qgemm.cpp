@@ -234,11 +234,11 @@ gdetail::Params params(const GemmIsa &isa, const float *x, int64_t M,
     a.xq = reinterpret_cast<const int8_t *>(buf);
     a.ldx = sz.kPadded;
     a.dx = reinterpret_cast<const float *>(buf + xqBytes);
-    a.ldd = sz.kPadded / quantUnitInputs(f);
+    a.ldd = sz.kPadded / gdetail::actUnitInputs(f, int11);
     a.xs = a.dx + sz.dxFloats;
     a.lds = sz.kPadded / f.group;
     a.digits = digits;
-    a.unit = quantUnitInputs(f);
+    a.unit = gdetail::actUnitInputs(f, int11);
     a.hiShift = int11 ? gdetail::int11Shift(f) : gdetail::kInt8x2Shift;
     a.pairTile = gdetail::usesPairTile(isa, f, int11);
   }

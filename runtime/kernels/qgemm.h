@@ -59,8 +59,9 @@ bool gemmPathAvailable(GemmPath path);
 /// The fastest available path; detected once.
 GemmPath gemmPathBest();
 /// Whether `path` (the best path) runs QActivations::Int11 on format f
-/// with both digits in one tile per group (AMX, balanced group 32 at 2 or
-/// 4 bits): where QActivations::Int11Fast takes Int11.
+/// with both digits in one tile per 32-input block (AMX, balanced group 32
+/// at 2 or 4 bits, group 64 at 2): where QActivations::Int11Fast takes
+/// Int11.
 bool gemmTakesInt11InOneTile(GemmPath path, QuantFormat f);
 bool gemmTakesInt11InOneTile(QuantFormat f);
 /// The CPU's brand string (CPUID), for test and benchmark reports.

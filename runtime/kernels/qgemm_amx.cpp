@@ -17,8 +17,8 @@
 // the tile product itself. So the per-block epilogue (the group scales and
 // x's block scales) sets the speed, not the tile unit: ~45-60% of oneDNN's
 // single-scale s8s8s32 matmul for int8 x (fm-gemm-yardstick). Balanced
-// group-32 weights at 2 or 4 bits, whose every unit is a whole group, take
-// rangeG32 instead: signed quants and accumulators held in registers. Its
+// weights at 2 or 4 bits in 32-input x blocks (group 32; int11's blocks at
+// any group) take rangeG32 instead: signed quants and accumulators held in registers. Its
 // gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at 2 threads (M 64):
 // 0.49-0.50 -> 0.61-0.83 for int8x2 x, 0.44-0.52 -> 0.89-0.94 for int8 x
 // (README, "CPU table"); the fraction of oneDNN above is the other paths'.
@@ -67,7 +67,7 @@ static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 void setup(const Params &p) {
   TileConfig c{};
   c.palette = 1;
-  const int U = p.act.pairTile ? 64 : quantUnitInputs(p.f);
+  const int U = p.act.pairTile ? 64 : p.act.unit;
   for (int t = 0; t < 4; ++t) {
     c.rows[t] = 16;
     c.colsBytes[t] = 64;
@@ -203,10 +203,11 @@ void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t p0,
 }
 
 // ---------------------------------------------------------------------------
-// Group 32, balanced grid, 2 or 4 bits (w4 g32, the llama.cpp Q4_0 peer):
-// every 32-input unit is a whole group, so the per-block path above folds
-// every tile product into memory with two scales and the group offset. Here
-// instead:
+// 32-input x blocks, balanced grid, 2 or 4 bits (w4 g32, the llama.cpp
+// Q4_0 peer; int11's blocks are 32 inputs at any group): the per-block
+// path above would fold every tile product into memory with two scales and
+// the group offset. Here instead (a unit is a 32-input block; at group 64
+// two units share their group's scale):
 // - the quants enter as signed 2q - (2^b - 1) = 2 (q - c) (tdpbssd), so
 //   the grid offset is inside the integer dot and the fold needs no
 //   mo * xs term: y = sum_u dot_u * dx_u * (s_u / 2), exactly the same
@@ -420,13 +421,17 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
           else
             unpackSigned<Bits>(block, bs[j] + b * 2 * kUnitBytes);
         }
-        const uint8_t *sc = panel[j] + p.geo.scaleOffset + c0 * 32;
+        // Unit u's group: itself at group 32, u / 2 at group 64 (2 bits).
+        const uint8_t *sc = panel[j] + p.geo.scaleOffset;
+        const int unitsPerGroup = p.f.group / 32;
         for (int u = 0; u < cu; ++u)
-          _mm512_store_ps(hs[j][u],
-                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-                                            reinterpret_cast<const __m256i *>(
-                                                sc + 32 * u))),
-                                        _mm512_set1_ps(kHalf)));
+          _mm512_store_ps(
+              hs[j][u],
+              _mm512_mul_ps(
+                  _mm512_cvtph_ps(_mm256_loadu_si256(
+                      reinterpret_cast<const __m256i *>(
+                          sc + sizeof(PanelHalves) * ((c0 + u) / unitsPerGroup)))),
+                  _mm512_set1_ps(kHalf)));
       }
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t first = m0 + R * t;

@@ -54,7 +54,7 @@ constexpr int64_t kMaxUnitRows = 64;
 // |dot| < 64 * 255 * 127 * 257 < 2^31 for every format and mode.
 //
 // The pair-tile layout (Act::pairTile: int11 on the AMX path for balanced
-// group-32 weights at 2 or 4 bits) keeps the same bytes but puts both
+// group-32 weights at 2 or 4 bits and group-64 ones at 2) keeps the same bytes but puts both
 // digits of x row m side by side, one 64-byte run per 32-input unit u:
 // xq + 2 m Kp + 64 u holds xq[0] of the unit's 32 inputs, then xq[1] of
 // them. One K = 64 tile row is then a whole unit's x (12 bits at 4 bits,
@@ -98,6 +98,14 @@ inline int64_t actRowOffset(const Act &a, int64_t m, int64_t stride) {
   return a.pairTile ? m / 16 * 16 * stride + m % 16 : m * stride;
 }
 
+/// Inputs per x block (one dx): a weight unit (min(group, 64)), or 32 for
+/// int11 at every group, so that one K = 64 pair tile holds a block's two
+/// digits whatever the group (group 64 at 2 bits takes the pair tile too:
+/// usesPairTile).
+inline int actUnitInputs(QuantFormat f, bool int11) {
+  return int11 ? 32 : quantUnitInputs(f);
+}
+
 /// Bytes of each part of the prepared activations for M rows.
 struct ActSizes {
   int64_t rowsPadded; // Rp
@@ -110,7 +118,7 @@ struct ActSizes {
 inline ActSizes actSizes(QuantFormat f, int64_t M, int64_t K, int digits,
                          bool int11) {
   ActSizes s;
-  const int64_t U = quantUnitInputs(f);
+  const int64_t U = actUnitInputs(f, int11);
   s.kPadded = (K + kPanelBlockInputs - 1) / kPanelBlockInputs *
               kPanelBlockInputs;
   s.rowsPadded = int11 ? (M + 15) / 16 * 32 : (M * digits + 15) / 16 * 16;
@@ -150,16 +158,20 @@ struct GemmIsa {
   /// configuration); may be null.
   void (*threadSetup)(const Params &p);
   void (*threadTeardown)();
-  /// Whether int11 calls on balanced group-32 weights at 2 or 4 bits take
-  /// the pair-tile layout (prepare and range both read Act::pairTile).
+  /// Whether int11 calls on balanced group-32 weights at 2 or 4 bits (and
+  /// group 64 at 2: usesPairTile) take the pair-tile layout (prepare and range both read Act::pairTile).
   bool pairTile = false;
 };
 
 /// Whether a call of `act` (D = 2, hiShift int11Shift: int11) on format f with a
 /// path of `isa` uses the pair-tile layout.
 inline bool usesPairTile(const GemmIsa &isa, QuantFormat f, bool int11) {
-  return isa.pairTile && int11 && f.group == 32 &&
-         f.grid == QuantGrid::Balanced && (f.bits == 2 || f.bits == 4);
+  // 4 bits: the fold's half step comes from x's group sum per unit, so the
+  // unit must be the group; 2 bits: the grid offset is inside the dot, and
+  // a group of 64 is two units under one scale.
+  return isa.pairTile && int11 && f.grid == QuantGrid::Balanced &&
+         (f.bits == 2 ? f.group == 32 || f.group == 64
+                      : f.bits == 4 && f.group == 32);
 }
 
 /// Calls kernel(std::integral_constant<int, U>, std::bool_constant<Centred>)

@@ -88,7 +88,7 @@ template <typename Tag> struct Prepare {
   static void rows(const float *x, int64_t K, QuantFormat f, int64_t m0,
                    int64_t m1, const Act &a) {
     for (int64_t m = m0; m < m1; ++m) {
-      if (quantUnitInputs(f) == 64)
+      if (a.unit == 64)
         rowFixed<D, 64>(x + m * K, K, f, m, a);
       else
         rowFixed<D, 32>(x + m * K, K, f, m, a);

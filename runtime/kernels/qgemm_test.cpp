@@ -300,18 +300,21 @@ TEST(QGemm, RowBandsAcrossThreads) {
   }
 }
 
-// Balanced group 32 at 2 and 4 bits (AMX: rangeG32, signed quants and
-// register accumulators over chunks of 16 units): a K of several chunks
-// with a partial last one and an odd group count (padding unit), an odd
-// panel count, and a last A tile with few rows, on every path.
+// Balanced group 32 at 2 and 4 bits, and group 64 at 2 bits under int11
+// (AMX: rangeG32, signed quants and register accumulators over chunks of
+// 16 units; at group 64 two 32-input units share a scale): a K of several
+// chunks with a partial last one and an odd unit count (group 32: a
+// padding unit), an odd panel count, and a last A tile with few rows, on
+// every path.
 TEST(QGemm, GroupThirtyTwoAcrossChunks) {
   if (!gemmPathAvailable(GemmPath::Amx))
     std::printf("  [ SKIPPED ] amx: not available on %s\n", cpuName().c_str());
   const std::vector<GemmRun> runs = availableRuns();
   uint32_t seed = 3200;
-  for (int bits : {2, 4}) {
-    const QuantFormat f{bits, 32, QuantGrid::Balanced};
-    const int64_t M = 21, K = 33 * 32, N = 40;
+  for (QuantFormat f : {QuantFormat{2, 32, QuantGrid::Balanced},
+                        QuantFormat{4, 32, QuantGrid::Balanced},
+                        QuantFormat{2, 64, QuantGrid::Balanced}}) {
+    const int64_t M = 21, K = (f.group == 32 ? 33 : 17) * f.group, N = 40;
     const testing::QMatmulProblem p(f, M, K, N, seed++);
     const std::vector<uint8_t> w =
         repackForGemm(GemmLayout::Panel16, f, N, K, p.w.data());
@@ -351,7 +354,8 @@ TEST(QGemm, SameActivationRoundingAsQmatmul) {
 }
 
 // int11 is one rounding on every path: each path's int11 (AMX's pair tile
-// for balanced group 32 at 2 and 4 bits, two dots elsewhere) agrees with the
+// for balanced group 32 at 2 and 4 bits and group 64 at 2, two dots
+// elsewhere; x blocks of 32 inputs everywhere) agrees with the
 // generic path's int11 to float rounding, far inside the gap between int11
 // and the other modes.
 TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
@@ -414,8 +418,9 @@ TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
   }
 }
 
-// Int11Fast is Int11 exactly where the best path takes it in one tile per group
-// (AMX: balanced group 32 at 2 or 4 bits) and Int8x2 everywhere else, bit
+// Int11Fast is Int11 exactly where the best path takes it in one tile per
+// unit (AMX: balanced group 32 at 2 or 4 bits, group 64 at 2) and Int8x2
+// everywhere else, bit
 // for bit, through qgemm and through the split qgemmPrepareRows /
 // qgemmColumns.
 TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
@@ -433,9 +438,10 @@ TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
       return y;
     };
     const bool one = gemmTakesInt11InOneTile(f);
-    EXPECT_EQ(one, gemmPathBest() == GemmPath::Amx && f.group == 32 &&
+    EXPECT_EQ(one, gemmPathBest() == GemmPath::Amx &&
                        f.grid == QuantGrid::Balanced &&
-                       (f.bits == 2 || f.bits == 4))
+                       (f.group == 32 ? f.bits == 2 || f.bits == 4
+                                      : f.group == 64 && f.bits == 2))
         << formatName(f);
     eleven += one;
     const std::vector<float> fastY = run(QActivations::Int11Fast);

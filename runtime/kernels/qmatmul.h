@@ -37,8 +37,9 @@ enum class QActivations : uint8_t {
   /// carried as two int8 digits, x ~= (a / 8) * (8 * q0 + q1) with
   /// q1 in [-4, 4], so |error| <= a / 16 (8x finer than Int8); for 2-bit
   /// weights to 13-bit ones, (a / 32) * (32 * q0 + q1), q1 in [-16, 16]
-  /// (gdetail::int11Shift). On AMX, balanced group-32 weights at 2 or 4
-  /// bits (w4 g32, w2 g32) take both digits in one K = 64 tile against
+  /// (gdetail::int11Shift), per block of 32 inputs. On AMX, balanced
+  /// group-32 weights at 2 or 4 bits and group-64 ones at 2 (w4 g32, w2
+  /// g32, w2 g64) take a block's both digits in one K = 64 tile against
   /// [8 w; w] or [32 w; w]: Int8's speed, where Int8x2 runs twice the tile
   /// products. Other paths compute it as Int8x2 does
   /// (two dots), no faster. The matvec (qmatmul, decode: memory-bound)
