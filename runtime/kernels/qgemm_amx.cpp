@@ -18,8 +18,8 @@
 // x's block scales) sets the speed, not the tile unit: ~45-60% of oneDNN's
 // single-scale s8s8s32 matmul for int8 x (fm-gemm-yardstick). Balanced
 // weights at 2 or 4 bits in 32-input x blocks (group 32; int11's blocks at
-// any group) take rangeG32 instead: signed quants and accumulators held in registers. Its
-// gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at 2 threads (M 64):
+// any group) take rangeG32 instead: signed quants and accumulators held in
+// registers. Its gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at 2 threads (M 64):
 // 0.49-0.50 -> 0.61-0.83 for int8x2 x, 0.44-0.52 -> 0.89-0.94 for int8 x
 // (README, "CPU table"); the fraction of oneDNN above is the other paths'.
 #include "kernels/qgemm_prepare.h"
@@ -424,14 +424,15 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
         // Unit u's group: itself at group 32, u / 2 at group 64 (2 bits).
         const uint8_t *sc = panel[j] + p.geo.scaleOffset;
         const int unitsPerGroup = p.f.group / 32;
-        for (int u = 0; u < cu; ++u)
-          _mm512_store_ps(
-              hs[j][u],
-              _mm512_mul_ps(
-                  _mm512_cvtph_ps(_mm256_loadu_si256(
-                      reinterpret_cast<const __m256i *>(
-                          sc + sizeof(PanelHalves) * ((c0 + u) / unitsPerGroup)))),
-                  _mm512_set1_ps(kHalf)));
+        for (int u = 0; u < cu; ++u) {
+          const uint8_t *group =
+              sc + sizeof(PanelHalves) * ((c0 + u) / unitsPerGroup);
+          _mm512_store_ps(hs[j][u],
+                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                            reinterpret_cast<const __m256i *>(
+                                                group))),
+                                        _mm512_set1_ps(kHalf)));
+        }
       }
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t first = m0 + R * t;

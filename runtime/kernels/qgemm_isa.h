@@ -54,8 +54,8 @@ constexpr int64_t kMaxUnitRows = 64;
 // |dot| < 64 * 255 * 127 * 257 < 2^31 for every format and mode.
 //
 // The pair-tile layout (Act::pairTile: int11 on the AMX path for balanced
-// group-32 weights at 2 or 4 bits and group-64 ones at 2) keeps the same bytes but puts both
-// digits of x row m side by side, one 64-byte run per 32-input unit u:
+// group-32 weights at 2 or 4 bits and group-64 ones at 2) keeps the same
+// bytes but puts both digits of x row m side by side, one 64-byte run per 32-input unit u:
 // xq + 2 m Kp + 64 u holds xq[0] of the unit's 32 inputs, then xq[1] of
 // them. One K = 64 tile row is then a whole unit's x (12 bits at 4 bits,
 // 13 at 2), which meets the weights as [2^S v; v] (qgemm_amx.cpp).
@@ -159,7 +159,8 @@ struct GemmIsa {
   void (*threadSetup)(const Params &p);
   void (*threadTeardown)();
   /// Whether int11 calls on balanced group-32 weights at 2 or 4 bits (and
-  /// group 64 at 2: usesPairTile) take the pair-tile layout (prepare and range both read Act::pairTile).
+  /// group 64 at 2: usesPairTile) take the pair-tile layout (prepare and
+  /// range both read Act::pairTile).
   bool pairTile = false;
 };
 

@@ -420,9 +420,8 @@ TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
 
 // Int11Fast is Int11 exactly where the best path takes it in one tile per
 // unit (AMX: balanced group 32 at 2 or 4 bits, group 64 at 2) and Int8x2
-// everywhere else, bit
-// for bit, through qgemm and through the split qgemmPrepareRows /
-// qgemmColumns.
+// everywhere else, bit for bit, through qgemm and through the split
+// qgemmPrepareRows / qgemmColumns.
 TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
   uint32_t seed = 4300;
   int eleven = 0;

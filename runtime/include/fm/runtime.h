@@ -154,8 +154,7 @@ public:
   /// GEMMs here: it runs on the CPU device, the CPU takes Int11 in one AMX
   /// tile per group (fm::int11TakesEffect), and a packed projection is in
   /// such a format (balanced group 32 at 2 or 4 bits, group 64 at 2).
-  /// Elsewhere Int11 is
-  /// Int8x2.
+  /// Elsewhere Int11 is Int8x2.
   bool int11TakesEffect() const;
   /// KV-cache bytes per token of context, all caches together (as stored:
   /// an i8 cache takes a quarter of an f32 one).
@@ -250,8 +249,8 @@ struct SessionOptions {
   /// (exact, 3-4x slower decode). Int11, the default, is Int8x2 except for
   /// the prefill GEMMs the CPU takes in one AMX tile per group (balanced
   /// group-32 weights at 2 or 4 bits and group-64 ones at 2, such as w4 g32
-  /// and w2 g64): those round x to 13
-  /// bits (w2) or 12 (w4), 32x / 16x finer than Int8, and run ~1.3x faster
+  /// and w2 g64): those round x to 13 bits (w2) or 12 (w4) per 32 inputs,
+  /// 32x / 16x finer than Int8, and run ~1.2-1.3x faster
   /// than Int8x2, which takes twice the tile products. On QAT-grid afm7
   /// checkpoints its logits are within ~1% of max |logit| (Int8x2: 0.4%)
   /// with the same greedy argmax at 359 of 360 positions at w4 (Int8x2
