@@ -19,8 +19,8 @@
 // single-scale s8s8s32 matmul for int8 x (fm-gemm-yardstick). Balanced
 // weights at 2 or 4 bits in 32-input x blocks (group 32; int11's blocks at
 // any group) take rangeG32 instead: signed quants and accumulators held in
-// registers. Its gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at 2 threads (M 64):
-// 0.49-0.50 -> 0.61-0.83 for int8x2 x, 0.44-0.52 -> 0.89-0.94 for int8 x
+// registers. Its gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at
+// 2 threads (M 64): 0.49-0.50 -> 0.61-0.83 for int8x2 x, 0.44-0.52 -> 0.89-0.94 for int8 x
 // (README, "CPU table"); the fraction of oneDNN above is the other paths'.
 #include "kernels/qgemm_prepare.h"
 #include "kernels/qgemm_x86.h"
@@ -421,7 +421,8 @@ void rangeG32(const Params &p, int64_t m0, int64_t m1, int64_t p0,
           else
             unpackSigned<Bits>(block, bs[j] + b * 2 * kUnitBytes);
         }
-        // Unit u's group: itself at group 32, u / 2 at group 64 (2 bits).
+        // Unit u's group: u / (group / 32) (int11's 32-input units at group
+        // 64 or 128 share their group's scale).
         const uint8_t *sc = panel[j] + p.geo.scaleOffset;
         const int unitsPerGroup = p.f.group / 32;
         for (int u = 0; u < cu; ++u) {
