@@ -85,16 +85,17 @@ wait "$asan_pid" || asan_ok=0
 built=$(date +%s)
 # Left out: the tests that run no fmc code (python's own checks, ptxas on
 # the CUDA sources, the NEON check's uninstrumented cross-build under qemu,
-# the layering grep, the standalone runtime rebuild), the vision benchmark,
-# runtime.mpi and runtime.mpi.* (the mpi stage below runs them),
-# and the tests the stages below run their own way (lit, corrupt.flips).
+# the layering grep, the mutant list's check, the standalone runtime
+# rebuild), the vision benchmark, runtime.mpi and runtime.mpi.* (the mpi
+# stage below runs them), and the tests the stages below run their own way
+# (lit, corrupt.flips).
 # Two at a time: most are single-threaded (one process after another), and
 # the threaded ones have serial stretches. FM_TEST_SAMPLE (default 4) has the
 # slowest data-driven tests (the JSON Schema suite, fm-run's guided modes,
 # constrained generation) run 1/N of their cases: each case costs ~30x
 # under ASan, every code path still runs, and the plain build runs them all.
 stage units env FM_TEST_SAMPLE="${FM_TEST_SAMPLE:-4}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
-  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon(\.sanitize)?|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|runtime\.standalone|runtime\.mpi(\..*)?)$'
+  -E '^(reference\.numpy|runtime\.tokenizer_unicode_table|runtime\.cuda\.ptxas|runtime\.vision_kernels\.neon(\.sanitize)?|runtime\.neon\..*|bench\..*|lit|lit\.gpu|corrupt\.flips|layers|mutants\.list|runtime\.standalone|runtime\.mpi(\..*)?)$'
 units=$(date +%s)
 
 # Every lit test with this build's fmc, fm-opt and fm-run (its
