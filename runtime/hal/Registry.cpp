@@ -108,19 +108,32 @@ const Kind kKinds[] = {
 
 } // namespace
 
+DeviceInfo probeDevice(const std::string &name) {
+  for (const Kind &k : kKinds) {
+    if (name != k.name)
+      continue;
+    if (k.probe)
+      return k.probe();
+    break;
+  }
+  DeviceInfo info;
+  info.name = name;
+  info.description = "not built into this runtime";
+  return info;
+}
+
 std::vector<DeviceInfo> probeDevices() {
   std::vector<DeviceInfo> out;
-  for (const Kind &k : kKinds) {
-    if (k.probe) {
-      out.push_back(k.probe());
-      continue;
-    }
-    DeviceInfo info;
-    info.name = k.name;
-    info.description = "not built into this runtime";
-    out.push_back(info);
-  }
+  for (const Kind &k : kKinds)
+    out.push_back(probeDevice(k.name));
   return out;
+}
+
+std::vector<std::string> deviceNames() {
+  std::vector<std::string> names;
+  for (const Kind &k : kKinds)
+    names.push_back(k.name);
+  return names;
 }
 
 std::string knownDeviceNames() {

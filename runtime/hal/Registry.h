@@ -18,6 +18,15 @@ using fm::DeviceInfo;
 /// cuda, metal, vulkan, cpu.
 std::vector<DeviceInfo> probeDevices();
 
+/// Probes the one device kind `name` (as probeDevices() lists it), loading
+/// no other kind's driver; an unknown name is a DeviceInfo that is not built
+/// in. The default choice probes only the kinds an artifact has code for, so
+/// that a process running CPU code never loads a GPU driver.
+DeviceInfo probeDevice(const std::string &name);
+
+/// The names probeDevices() lists, best first.
+std::vector<std::string> deviceNames();
+
 /// The names probeDevices() lists, for messages ("cuda, metal, vulkan, cpu").
 std::string knownDeviceNames();
 

@@ -90,7 +90,12 @@ Expected<std::unique_ptr<hal::Device>> chooseDevice(const ArtifactFile &a,
                            (*device)->target());
     return device;
   }
-  for (const hal::DeviceInfo &info : hal::probeDevices()) {
+  // Only the kinds the artifact has code for are probed (all of them for
+  // an artifact of micro-kernels only): probing loads a kind's driver.
+  for (const std::string &kind : hal::deviceNames()) {
+    if (a.hasDispatch() && !a.executable(kind))
+      continue;
+    const hal::DeviceInfo info = hal::probeDevice(kind);
     if (!info.present || !info.hardware)
       continue;
     auto device = hal::openDevice(info.name, deviceOptions);
