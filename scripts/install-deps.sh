@@ -9,7 +9,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libsodium-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
-  python3 python3-numpy python3-pil
+  python3 python3-numpy python3-pil python3-psutil valgrind
   libpng-dev libjpeg-dev libopenblas-dev
   python3-jsonschema libtest-json-schema-acceptance-perl
   g++-aarch64-linux-gnu qemu-user-static

@@ -123,5 +123,7 @@ if(FM_BUILD_TESTS)
     target_compile_options(fm_vulkan_test PRIVATE -O2 -Wall -Wextra)
   endif()
   add_test(NAME runtime.vulkan COMMAND fm_vulkan_test)
-  set_tests_properties(runtime.vulkan PROPERTIES ENVIRONMENT "${FM_VULKAN_TEST_ENV}")
+  # Label vulkan: it loads a Vulkan driver (check-sanitize.sh runs such tests
+  # in its vulkan stage).
+  set_tests_properties(runtime.vulkan PROPERTIES ENVIRONMENT "${FM_VULKAN_TEST_ENV}" LABELS vulkan)
 endif()
