@@ -5,6 +5,9 @@
 # barrier), track sections and concurrent sessions
 # (runtime.executor), the loader, and the tokenizer's and grammar's caches
 # shared by threads (runtime.shared_caches). Every report fails its test.
+# MLIR and LLVM are hidden from this configuration and fm-run is built too:
+# this build is the proof that the runtime compiles and runs without them
+# (scripts/check-runtime-standalone.sh --built).
 #
 #   scripts/check-tsan.sh [TSAN_BUILD [STEP]]   (default build-tsan; JOBS, default 2)
 # STEP is configure, build, test or all (the default);
@@ -15,7 +18,7 @@ TSAN_BUILD=${1:-$SRC/build-tsan}
 STEP=${2:-all}
 JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
-TARGETS=(fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
+TARGETS=(fm-run fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
          fm_attention_flash_test fm_lora_test fm_runtime_test fm_shared_caches_test)
 TESTS='^runtime\.(kernels|qkernels|qgemm|vision_kernels|attention_flash|lora|lora_fused|loader|executor|shared_caches)$'
 
@@ -24,11 +27,13 @@ if [ "$STEP" = configure ] || [ "$STEP" = all ]; then
   mkdir -p "$TSAN_BUILD"
   cmake -G Ninja -S "$SRC" -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=Release "${FM_SANITIZE_COMPILERS[@]}" \
     -DFM_RUNTIME_ONLY=ON -DFM_WITH_MPI=OFF -DFM_SANITIZE=thread \
+    -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON > "$TSAN_BUILD/configure.log" 2>&1 \
     || { cat "$TSAN_BUILD/configure.log"; exit 1; }
 fi
 if [ "$STEP" = build ] || [ "$STEP" = all ]; then
   ninja -C "$TSAN_BUILD" -j"$JOBS" "${TARGETS[@]}"
+  bash "$SRC/scripts/check-runtime-standalone.sh" --built "$TSAN_BUILD"
 fi
 built=$(date +%s)
 if [ "$STEP" = test ] || [ "$STEP" = all ]; then
