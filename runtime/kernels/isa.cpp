@@ -1,6 +1,9 @@
 // Detects which kernel instruction sets this CPU runs, once.
 #include "kernels/isa.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 
 namespace fm::kernels {
@@ -12,7 +15,31 @@ struct Support {
   bool neon = false;
   bool avx512Vnni = false;
   bool gfni = false;
+  bool amxAllowed = true;
 };
+
+// FM_MAX_CPU_ISA's levels, lowest first (isa.h).
+enum class Level { Generic, Avx2, Avx512, Avx512Vnni, Amx };
+
+Level maxLevel() {
+  const char *v = std::getenv("FM_MAX_CPU_ISA");
+  if (!v || !*v)
+    return Level::Amx;
+  static const struct {
+    const char *name;
+    Level level;
+  } kLevels[] = {{"generic", Level::Generic}, {"avx2", Level::Avx2},
+                 {"avx512", Level::Avx512}, {"avx512-vnni", Level::Avx512Vnni},
+                 {"amx", Level::Amx}};
+  for (const auto &l : kLevels)
+    if (!std::strcmp(v, l.name))
+      return l.level;
+  std::fprintf(stderr,
+               "fm: FM_MAX_CPU_ISA='%s' is not one of generic, avx2, avx512, "
+               "avx512-vnni, amx; ignored\n",
+               v);
+  return Level::Amx;
+}
 
 Support detect() {
   Support s;
@@ -29,6 +56,15 @@ Support detect() {
 #elif defined(FM_KERNELS_NEON)
   s.neon = true; // Baseline on AArch64.
 #endif
+  const Level cap = maxLevel();
+  if (cap < Level::Amx)
+    s.amxAllowed = false;
+  if (cap < Level::Avx512Vnni)
+    s.avx512Vnni = s.gfni = false;
+  if (cap < Level::Avx512)
+    s.avx512 = false;
+  if (cap < Level::Avx2)
+    s.avx2 = s.neon = false;
   return s;
 }
 
@@ -70,6 +106,8 @@ bool kernelIsaAvailable(KernelIsa isa) {
 bool cpuHasAvx512Vnni() { return support().avx512Vnni; }
 
 bool cpuHasGfni() { return support().gfni; }
+
+bool cpuIsaAllowsAmx() { return support().amxAllowed; }
 
 KernelIsa kernelIsaBest() {
   static const KernelIsa best = [] {

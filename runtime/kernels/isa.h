@@ -21,4 +21,12 @@ bool kernelIsaAvailable(KernelIsa isa);
 bool cpuHasAvx512Vnni();
 bool cpuHasGfni();
 
+/// FM_MAX_CPU_ISA caps what the kernels use below what the CPU has, as
+/// oneDNN's ONEDNN_MAX_CPU_ISA does: generic, avx2, avx512, avx512-vnni
+/// (AVX-512 with VNNI and GFNI) or amx (no cap, the default). A machine
+/// with AMX then runs the paths of one without it (tests, benchmarks);
+/// an unknown value is ignored with a message on stderr. Read once.
+/// Whether the cap lets the kernels use AMX (the CPU may still lack it).
+bool cpuIsaAllowsAmx();
+
 } // namespace fm::kernels

@@ -110,8 +110,9 @@ bool gemmPathAvailable(GemmPath path) {
   case GemmPath::Avx512Vnni:
     return cpuHasAvx512Vnni();
   case GemmPath::Amx:
-    // The epilogue is AVX-512; every AMX CPU has it.
-    return cpuHasAvx512Vnni() && gdetail::amxUsable();
+    // The epilogue is AVX-512; every AMX CPU has it. FM_MAX_CPU_ISA may
+    // cap the kernels below AMX (isa.h).
+    return cpuHasAvx512Vnni() && cpuIsaAllowsAmx() && gdetail::amxUsable();
 #endif
 #if defined(FM_KERNELS_NEON)
   case GemmPath::Neon:
