@@ -2,6 +2,7 @@
 // path: odd shapes around the tile, block and slab edges, bias and
 // accumulate, 1-3 threads (bit-identical), and an empty K.
 #include "kernels/gemm.h"
+#include "kernels/isa_test_paths.h"
 
 #include "base/ThreadPool.h"
 
@@ -22,9 +23,6 @@ fm::rt::ThreadPool *poolOf(int threads) {
     pools[threads] = std::make_unique<fm::rt::ThreadPool>(threads);
   return pools[threads].get();
 }
-
-const KernelIsa kAllPaths[] = {KernelIsa::Generic, KernelIsa::Avx2,
-                               KernelIsa::Avx512, KernelIsa::Neon};
 
 struct Problem {
   int64_t M, K, N;
@@ -73,18 +71,7 @@ void expectClose(const Problem &p, const std::vector<float> &y, bool bias,
   }
 }
 
-class GemmPathTest : public ::testing::TestWithParam<KernelIsa> {
-protected:
-  void SetUp() override {
-    if (!kernelIsaAvailable(GetParam()))
-      GTEST_SKIP() << kernelIsaName(GetParam())
-                   << " is not compiled in or not supported by this CPU";
-  }
-};
-
-std::string pathName(const ::testing::TestParamInfo<KernelIsa> &info) {
-  return kernelIsaName(info.param);
-}
+class GemmPathTest : public testing::KernelPathTest {};
 
 void runShapes(KernelIsa path, const std::vector<int64_t> &Ms,
                const std::vector<int64_t> &Ks, const std::vector<int64_t> &Ns) {
@@ -146,8 +133,9 @@ TEST_P(GemmPathTest, EmptyKGivesBiasOrKeepsY) {
   EXPECT_EQ(y, (std::vector<float>(6, 0.0f)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, GemmPathTest, ::testing::ValuesIn(kAllPaths),
-                         pathName);
+INSTANTIATE_TEST_SUITE_P(Paths, GemmPathTest,
+                         ::testing::ValuesIn(testing::compiledPaths()),
+                         testing::kernelPathName);
 
 TEST(GemmDispatch, DispatchedCallMatchesGeneric) {
   Problem p(40, 300, 50, 7);

@@ -1,11 +1,13 @@
 // Checks every matmul path this CPU can run against a double-precision
 // reference, on odd shapes, with and without accumulation, on 1-3 threads.
 #include "kernels/matmul.h"
+#include "kernels/isa_test_paths.h"
 
 #include "base/ThreadPool.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -14,9 +16,6 @@
 
 namespace fm::kernels {
 namespace {
-
-constexpr MatmulPath kAllPaths[] = {MatmulPath::Generic, MatmulPath::Avx2,
-                                    MatmulPath::Avx512, MatmulPath::Neon};
 
 fm::rt::ThreadPool *poolOf(int threads) {
   static std::unique_ptr<fm::rt::ThreadPool> pools[4];
@@ -104,18 +103,7 @@ void expectClose(const Problem &p, const std::vector<float> &y,
   }
 }
 
-class MatmulPathTest : public ::testing::TestWithParam<MatmulPath> {
-protected:
-  void SetUp() override {
-    if (!kernelIsaAvailable(GetParam()))
-      GTEST_SKIP() << kernelIsaName(GetParam())
-                   << " is not compiled in or not supported by this CPU";
-  }
-};
-
-std::string pathTestName(const ::testing::TestParamInfo<MatmulPath> &info) {
-  return kernelIsaName(info.param);
-}
+class MatmulPathTest : public testing::KernelPathTest {};
 
 void runShapes(MatmulPath path, const std::vector<int64_t> &Ms,
                const std::vector<int64_t> &Ks, const std::vector<int64_t> &Ns) {
@@ -165,13 +153,22 @@ TEST_P(MatmulPathTest, EmptyKZeroesOrKeepsY) {
   EXPECT_EQ(y, (std::vector<float>(6, 0.0f)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, MatmulPathTest, ::testing::ValuesIn(kAllPaths),
-                         pathTestName);
+INSTANTIATE_TEST_SUITE_P(Paths, MatmulPathTest,
+                         ::testing::ValuesIn(testing::compiledPaths()),
+                         testing::kernelPathName);
 
 TEST(MatmulDispatch, BestPathIsAvailableAndNamed) {
   EXPECT_TRUE(kernelIsaAvailable(kernelIsaBest()));
   EXPECT_TRUE(kernelIsaAvailable(MatmulPath::Generic));
   EXPECT_STREQ(matmulPathName(), kernelIsaName(kernelIsaBest()));
+  // Every path this CPU runs has its path tests (a test target without the
+  // kernels' ISA macro would instantiate Generic alone).
+  const std::vector<KernelIsa> compiled = testing::compiledPaths();
+  for (KernelIsa isa : {KernelIsa::Avx2, KernelIsa::Avx512, KernelIsa::Neon})
+    if (kernelIsaAvailable(isa)) {
+      EXPECT_NE(std::find(compiled.begin(), compiled.end(), isa), compiled.end())
+          << kernelIsaName(isa) << " runs here but has no path tests";
+    }
 #if defined(__x86_64__)
   EXPECT_FALSE(kernelIsaAvailable(MatmulPath::Neon));
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

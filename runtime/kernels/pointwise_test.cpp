@@ -1,6 +1,7 @@
 // Checks LayerNorm and the GELU family on every path against plain
 // double-precision formulas (std::erf, std::tanh, std::exp).
 #include "kernels/pointwise.h"
+#include "kernels/isa_test_paths.h"
 
 #include "base/ThreadPool.h"
 
@@ -24,9 +25,6 @@ fm::rt::ThreadPool *poolOf(int threads) {
   return pools[threads].get();
 }
 
-const KernelIsa kAllPaths[] = {KernelIsa::Generic, KernelIsa::Avx2,
-                               KernelIsa::Avx512, KernelIsa::Neon};
-
 double reference(Activation act, double x) {
   switch (act) {
   case Activation::Gelu:
@@ -40,18 +38,7 @@ double reference(Activation act, double x) {
   return NAN;
 }
 
-class PointwisePathTest : public ::testing::TestWithParam<KernelIsa> {
-protected:
-  void SetUp() override {
-    if (!kernelIsaAvailable(GetParam()))
-      GTEST_SKIP() << kernelIsaName(GetParam())
-                   << " is not compiled in or not supported by this CPU";
-  }
-};
-
-std::string pathName(const ::testing::TestParamInfo<KernelIsa> &info) {
-  return kernelIsaName(info.param);
-}
+class PointwisePathTest : public testing::KernelPathTest {};
 
 // f32 inputs on [-12, 12] (every 1/1024, plus the float neighbours of 0):
 // the approximations (erf's rational form, e^x within 2 ulp) and f32
@@ -145,7 +132,8 @@ TEST_P(PointwisePathTest, LayerNormMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, PointwisePathTest,
-                         ::testing::ValuesIn(kAllPaths), pathName);
+                         ::testing::ValuesIn(testing::compiledPaths()),
+                         testing::kernelPathName);
 
 TEST(PointwiseDispatch, NamesMatchConfigFields) {
   EXPECT_STREQ(activationName(Activation::Gelu), "gelu");

@@ -53,7 +53,8 @@ if(FM_BUILD_TESTS)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(fm_vision_kernels_test PRIVATE -O2 -Wall -Wextra)
   endif()
-  add_test(NAME runtime.vision_kernels COMMAND fm_vision_kernels_test)
+  # runtime.vision_kernels, and its AVX-512 cases as .avx512 on x86-64.
+  fm_add_kernel_path_tests(runtime.vision_kernels fm_vision_kernels_test)
 endif()
 
 # The NEON GEMM (and the generic kernels as AArch64 compiles them),

@@ -4,6 +4,7 @@
 // are not a multiple of the vector width, padded strides, 1-3 threads; and
 // that the tolerance tells the wrong semantics apart.
 #include "kernels/vit_attention.h"
+#include "kernels/isa_test_paths.h"
 #include "kernels/vit_attention_reference.h"
 
 #include "base/ThreadPool.h"
@@ -26,9 +27,6 @@ fm::rt::ThreadPool *poolOf(int threads) {
     pools[threads] = std::make_unique<fm::rt::ThreadPool>(threads);
   return pools[threads].get();
 }
-
-const KernelIsa kAllPaths[] = {KernelIsa::Generic, KernelIsa::Avx2,
-                               KernelIsa::Avx512, KernelIsa::Neon};
 
 struct Case {
   int64_t R, gh, gw, H, D, window;
@@ -112,18 +110,7 @@ std::vector<float> run(KernelIsa isa, Inputs &in, const Case &c, int threads) {
   return out;
 }
 
-class VitAttentionPathTest : public ::testing::TestWithParam<KernelIsa> {
-protected:
-  void SetUp() override {
-    if (!kernelIsaAvailable(GetParam()))
-      GTEST_SKIP() << kernelIsaName(GetParam())
-                   << " is not compiled in or not supported by this CPU";
-  }
-};
-
-std::string pathName(const ::testing::TestParamInfo<KernelIsa> &info) {
-  return kernelIsaName(info.param);
-}
+class VitAttentionPathTest : public testing::KernelPathTest {};
 
 TEST_P(VitAttentionPathTest, MatchesReference) {
   const Case cases[] = {
@@ -188,7 +175,8 @@ TEST_P(VitAttentionPathTest, ToleranceSeparatesWrongSemantics) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, VitAttentionPathTest,
-                         ::testing::ValuesIn(kAllPaths), pathName);
+                         ::testing::ValuesIn(testing::compiledPaths()),
+                         testing::kernelPathName);
 
 TEST(VitAttentionDispatch, DispatchedCallMatchesGenericAndCountsFlops) {
   const Case c{2, 10, 10, 4, 16, 4, true, true};
