@@ -1,9 +1,25 @@
-// Checks repackForGemm against qgemm_layout.h's description, and every
-// qgemm path and activation mode this CPU runs against the generic qmatmul
-// (f32 x, the qformat.h rows): within the rounding bound of x (the same
-// bound as qmatmul_test.cpp), the same bits on 1, 2 and 3 threads, on odd
-// shapes and every format. AMX runs where the CPU and OS have it; elsewhere
-// the test prints a skip line naming the CPU.
+// Checks repackForGemm against qgemm_layout.h's description (QGemmLayout),
+// every qgemm path and activation mode this CPU runs against the generic
+// qmatmul (f32 x, the qformat.h rows): within the rounding bound of x (the
+// same bound as qmatmul_test.cpp), the same bits on 1, 2 and 3 threads, on
+// odd shapes and every format (QGemm), and the dispatched qgemm on the best
+// path (QGemmDispatch).
+//
+// FM_TEST_GEMM_PATHS picks the paths that the QGemm tests run, by
+// gemmPathName, comma-separated:
+//   (unset)              every path this CPU runs
+//   amx                  the listed paths only
+//   -avx512-vnni,-amx    every path but the listed ones
+// A listed name that is no path fails every QGemm test. A selected path this
+// CPU lacks is left out; where none of the selected paths runs, every QGemm
+// test skips with "qgemm path amx is not available on this CPU (<its
+// CPUID name>)". ctest runs the x86 paths that some CI machines lack in
+// entries of their own (runtime/kernels/qgemm.cmake): runtime.qgemm.amx
+// (FM_TEST_GEMM_PATHS=amx, --gtest_filter=QGemm.*) and
+// runtime.qgemm.avx512-vnni, whose SKIP_REGULAR_EXPRESSION matches that
+// message, so that ctest reports them Skipped on such a CPU; runtime.qgemm
+// runs the rest (FM_TEST_GEMM_PATHS=-avx512-vnni,-amx) and QGemmLayout and
+// QGemmDispatch, whose results do not depend on the selection.
 #include "kernels/qgemm.h"
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_problem.h"
@@ -13,8 +29,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <memory>
 #include <random>
@@ -110,19 +128,98 @@ struct GemmRun {
   QActivations act;
 };
 
-std::vector<GemmRun> availableRuns() {
+constexpr GemmPath kAllGemmPaths[] = {GemmPath::Generic,    GemmPath::Avx2,
+                                      GemmPath::Avx512Vnni, GemmPath::Amx,
+                                      GemmPath::Neon,       GemmPath::NeonI8mm};
+
+// The paths FM_TEST_GEMM_PATHS selects (the file comment), or why it selects
+// none.
+struct PathSelection {
+  std::vector<GemmPath> paths;
+  std::string error;
+};
+
+PathSelection selectedPaths() {
+  PathSelection s;
+  const char *env = std::getenv("FM_TEST_GEMM_PATHS");
+  if (!env || !*env) {
+    s.paths.assign(std::begin(kAllGemmPaths), std::end(kAllGemmPaths));
+    return s;
+  }
+  const std::string spec = env;
+  const bool exclude = spec[0] == '-';
+  std::vector<GemmPath> listed;
+  size_t begin = 0;
+  while (begin <= spec.size()) {
+    size_t end = spec.find(',', begin);
+    if (end == std::string::npos)
+      end = spec.size();
+    std::string name = spec.substr(begin, end - begin);
+    begin = end + 1;
+    if (!name.empty() && (name[0] == '-') != exclude) {
+      s.error = "FM_TEST_GEMM_PATHS=" + spec +
+                " mixes paths to run and paths to leave out ('-name')";
+      return s;
+    }
+    if (exclude)
+      name.erase(0, 1);
+    const GemmPath *path =
+        std::find_if(std::begin(kAllGemmPaths), std::end(kAllGemmPaths),
+                     [&](GemmPath p) { return name == gemmPathName(p); });
+    if (path == std::end(kAllGemmPaths)) {
+      s.error = "FM_TEST_GEMM_PATHS=" + spec + ": '" + name +
+                "' is not a qgemm path (generic, avx2, avx512-vnni, amx, "
+                "neon, neon-i8mm)";
+      return s;
+    }
+    listed.push_back(*path);
+  }
+  for (GemmPath p : kAllGemmPaths)
+    if ((std::find(listed.begin(), listed.end(), p) != listed.end()) != exclude)
+      s.paths.push_back(p);
+  return s;
+}
+
+// Every activation mode of each selected path that this CPU runs, and
+// generic-f32 where generic is selected.
+std::vector<GemmRun> availableRuns(const std::vector<GemmPath> &paths) {
   std::vector<GemmRun> runs;
-  for (GemmPath path : {GemmPath::Generic, GemmPath::Avx2, GemmPath::Avx512Vnni,
-                        GemmPath::Amx, GemmPath::Neon, GemmPath::NeonI8mm})
+  for (GemmPath path : paths)
     if (gemmPathAvailable(path))
       for (QActivations act :
            {QActivations::Int8x2, QActivations::Int8, QActivations::Int11})
         runs.push_back({std::string(gemmPathName(path)) + "-" +
                             qActivationsName(act),
                         path, act});
-  runs.push_back({"generic-f32", GemmPath::Generic, QActivations::F32});
+  if (std::find(paths.begin(), paths.end(), GemmPath::Generic) != paths.end())
+    runs.push_back({"generic-f32", GemmPath::Generic, QActivations::F32});
   return runs;
 }
+
+// The tests over every selected path: selectedRuns() holds their runs.
+// Skips the test where none of the selected paths runs on this CPU, in the
+// words that the ctest entries' SKIP_REGULAR_EXPRESSION matches
+// (qgemm.cmake).
+class QGemm : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const PathSelection s = selectedPaths();
+    ASSERT_EQ(s.error, "");
+    runs_ = availableRuns(s.paths);
+    if (runs_.empty()) {
+      std::string names;
+      for (GemmPath p : s.paths)
+        names += (names.empty() ? "" : ", ") + std::string(gemmPathName(p));
+      GTEST_SKIP() << (s.paths.size() == 1 ? "qgemm path " + names + " is"
+                                           : "qgemm paths " + names + " are")
+                   << " not available on this CPU (" << cpuName() << ")";
+    }
+  }
+  const std::vector<GemmRun> &selectedRuns() const { return runs_; }
+
+private:
+  std::vector<GemmRun> runs_;
+};
 
 std::vector<float> runGemm(const testing::QMatmulProblem &p,
                            const std::vector<uint8_t> &w, const GemmRun &r,
@@ -187,14 +284,11 @@ std::vector<float> expectRunMatches(const testing::QMatmulProblem &p,
 // Every path and mode against the generic qmatmul (f32 x): within the
 // rounding bound of x for the mode (QMatmulProblem::tolerance), and the
 // same bits on 1, 2 and 3 threads.
-TEST(QGemm, PathsMatchGenericQmatmul) {
-  const std::vector<GemmRun> runs = availableRuns();
+TEST_F(QGemm, PathsMatchGenericQmatmul) {
+  const std::vector<GemmRun> &runs = selectedRuns();
   for (const GemmRun &r : runs)
     std::printf("  checking %s\n", r.name.c_str());
-  if (!gemmPathAvailable(GemmPath::Amx))
-    std::printf("  [ SKIPPED ] amx: not available on %s\n", cpuName().c_str());
-  else
-    std::printf("  amx on %s\n", cpuName().c_str());
+  std::printf("  on %s\n", cpuName().c_str());
   uint32_t seed = 2000;
   int checked = 0;
   for (QuantFormat f : allQuantFormats())
@@ -216,8 +310,8 @@ TEST(QGemm, PathsMatchGenericQmatmul) {
 
 // Large enough to split across threads and over several work units (two
 // row blocks, odd panel counts), on every path.
-TEST(QGemm, LargeShapesAcrossThreads) {
-  const std::vector<GemmRun> runs = availableRuns();
+TEST_F(QGemm, LargeShapesAcrossThreads) {
+  const std::vector<GemmRun> &runs = selectedRuns();
   uint32_t seed = 3000;
   for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
                         QuantFormat{4, 32, QuantGrid::Affine},
@@ -242,10 +336,14 @@ TEST(QGemm, LargeShapesAcrossThreads) {
 // the bound of the generic qmatmul, the same bits on 2 and 3 threads, and,
 // where the AVX-512 matvec takes tile rows out with GFNI, the same bits
 // with them split by shift and mask (the same integer dots and folds).
-TEST(QGemm, MatvecAcrossPanels) {
-  const std::vector<GemmRun> runs = availableRuns();
+TEST_F(QGemm, MatvecAcrossPanels) {
+  const std::vector<GemmRun> &runs = selectedRuns();
+  // The paths whose matvec takes GFNI where the CPU has it.
+  auto takesGfni = [](const GemmRun &r) {
+    return r.path == GemmPath::Avx512Vnni || r.path == GemmPath::Amx;
+  };
   const bool gfni = qgemmMatvecUsesGfni();
-  if (!gfni)
+  if (!gfni && std::any_of(runs.begin(), runs.end(), takesGfni))
     std::printf("  [ SKIPPED ] shift and mask against GFNI: no GFNI matvec "
                 "on %s\n",
                 cpuName().c_str());
@@ -265,7 +363,7 @@ TEST(QGemm, MatvecAcrossPanels) {
             p, w, r, yg, formatName(f) + " N=" + std::to_string(N));
         if (::testing::Test::HasFailure())
           return;
-        if (gfni) {
+        if (gfni && takesGfni(r)) {
           qgemmAllowMatvecGfni(false);
           const std::vector<float> y2 = runGemm(p, w, r, false, 1);
           qgemmAllowMatvecGfni(true);
@@ -275,7 +373,7 @@ TEST(QGemm, MatvecAcrossPanels) {
         }
       }
     }
-  if (gfni)
+  if (compared > 0)
     std::printf("  %d runs: shift and mask the same bits as GFNI\n", compared);
 }
 
@@ -283,8 +381,8 @@ TEST(QGemm, MatvecAcrossPanels) {
 // units (qgemm.cpp's runUnits: 6 row units of 64, 4 to a band at K = 3072
 // with int8x2), with thread ranges that start and end inside a panel pair:
 // every output once, on every path.
-TEST(QGemm, RowBandsAcrossThreads) {
-  const std::vector<GemmRun> runs = availableRuns();
+TEST_F(QGemm, RowBandsAcrossThreads) {
+  const std::vector<GemmRun> &runs = selectedRuns();
   const QuantFormat f{4, 32, QuantGrid::Balanced};
   const int64_t M = 330, K = 3072, N = 80;
   const testing::QMatmulProblem p(f, M, K, N, 3100);
@@ -306,10 +404,8 @@ TEST(QGemm, RowBandsAcrossThreads) {
 // chunks with a partial last one and an odd unit count (group 32: a
 // padding unit), an odd panel count, and a last A tile with few rows, on
 // every path.
-TEST(QGemm, GroupThirtyTwoAcrossChunks) {
-  if (!gemmPathAvailable(GemmPath::Amx))
-    std::printf("  [ SKIPPED ] amx: not available on %s\n", cpuName().c_str());
-  const std::vector<GemmRun> runs = availableRuns();
+TEST_F(QGemm, GroupThirtyTwoAcrossChunks) {
+  const std::vector<GemmRun> &runs = selectedRuns();
   uint32_t seed = 3200;
   for (QuantFormat f : {QuantFormat{2, 32, QuantGrid::Balanced},
                         QuantFormat{4, 32, QuantGrid::Balanced},
@@ -329,7 +425,7 @@ TEST(QGemm, GroupThirtyTwoAcrossChunks) {
 // The integer paths quantize x as qmatmul does, so they agree with
 // qmatmul's own SIMD path to float rounding (much tighter than the bound
 // against f32 x).
-TEST(QGemm, SameActivationRoundingAsQmatmul) {
+TEST(QGemmDispatch, SameActivationRoundingAsQmatmul) {
   const KernelIsa isa = kernelIsaBest();
   if (isa == KernelIsa::Generic)
     GTEST_SKIP() << "no SIMD qmatmul on this CPU";
@@ -358,7 +454,7 @@ TEST(QGemm, SameActivationRoundingAsQmatmul) {
 // elsewhere; x blocks of 32 inputs everywhere) agrees with the
 // generic path's int11 to float rounding, far inside the gap between int11
 // and the other modes.
-TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
+TEST_F(QGemm, Int11IsOneRoundingOnEveryPath) {
   uint32_t seed = 4100;
   int checked = 0;
   for (QuantFormat f : allQuantFormats())
@@ -371,7 +467,7 @@ TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
       qgemmOn(GemmPath::Generic, p.x.data(), M, K, w.data(),
               GemmLayout::Panel16, f, N, ref.data(), false, nullptr,
               QActivations::Int11);
-      for (const GemmRun &r : availableRuns()) {
+      for (const GemmRun &r : selectedRuns()) {
         if (r.act != QActivations::Int11 || r.path == GemmPath::Generic)
           continue;
         const std::vector<float> y = runGemm(p, w, r, false, 1);
@@ -390,7 +486,7 @@ TEST(QGemm, Int11IsOneRoundingOnEveryPath) {
 // are 16x finer than int8's at 4 bits (12-bit x: under a tenth; 11-bit x
 // measured 0.12) and 32x at 2 bits (13-bit: under a sixteenth); elsewhere
 // int11 is one rounding at the same bits on every path.
-TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
+TEST(QGemmDispatch, Int11SitsBetweenInt8AndInt8x2) {
   for (QuantFormat f : {QuantFormat{4, 32, QuantGrid::Balanced},
                         QuantFormat{2, 32, QuantGrid::Balanced},
                         QuantFormat{2, 64, QuantGrid::Balanced}}) {
@@ -422,7 +518,7 @@ TEST(QGemm, Int11SitsBetweenInt8AndInt8x2) {
 // unit (AMX: balanced group 32 at 2 or 4 bits, group 64 at 2) and Int8x2
 // everywhere else, bit for bit, through qgemm and through the split
 // qgemmPrepareRows / qgemmColumns.
-TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
+TEST(QGemmDispatch, Int11FastTakesInt11OnlyInOneTile) {
   uint32_t seed = 4300;
   int eleven = 0;
   for (QuantFormat f : allQuantFormats()) {
@@ -459,7 +555,7 @@ TEST(QGemm, Int11FastTakesInt11OnlyInOneTile) {
 }
 
 // A NaN or inf in x makes the outputs it feeds non-finite on every path.
-TEST(QGemm, NonFiniteActivationsPropagate) {
+TEST_F(QGemm, NonFiniteActivationsPropagate) {
   for (QuantFormat f : {QuantFormat{2, 64, QuantGrid::Balanced},
                         QuantFormat{4, 32, QuantGrid::Affine},
                         QuantFormat{8, 128, QuantGrid::Balanced}})
@@ -468,7 +564,7 @@ TEST(QGemm, NonFiniteActivationsPropagate) {
       p.x[100] = bad; // row 0 only
       const std::vector<uint8_t> w =
           repackForGemm(GemmLayout::Panel16, f, 9, 256, p.w.data());
-      for (const GemmRun &r : availableRuns()) {
+      for (const GemmRun &r : selectedRuns()) {
         const std::vector<float> y = runGemm(p, w, r, false, 1);
         for (int64_t n = 0; n < 9; ++n) {
           EXPECT_FALSE(std::isfinite(y[n])) << r.name << " " << formatName(f);
@@ -478,7 +574,7 @@ TEST(QGemm, NonFiniteActivationsPropagate) {
     }
 }
 
-TEST(QGemm, DispatchedIsBestPath) {
+TEST(QGemmDispatch, DispatchedIsBestPath) {
   const QuantFormat f{4, 64, QuantGrid::Balanced};
   const testing::QMatmulProblem p(f, 20, 256, 40, 5);
   const std::vector<uint8_t> w =
