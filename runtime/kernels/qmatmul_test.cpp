@@ -5,6 +5,8 @@
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_problem.h"
 
+#include "kernels/qgemm.h" // cpuName
+
 #include "kernels/quantize.h"
 #include "base/ThreadPool.h"
 
@@ -128,11 +130,13 @@ TEST(QMatmul, PathsMatchGeneric) {
 // planes out of the weight bytes with vgf2p8affineqb: the same bytes as a
 // shift and a mask, so the same outputs bit for bit, for every format, the
 // matvec (M = 1, the decode kernel) and the prefill tiles, both activation
-// modes, 1 and 2 threads.
+// modes, 1 and 2 threads. ctest runs it alone as runtime.qkernels.gfni
+// (runtime/kernels/quant.cmake), whose SKIP_REGULAR_EXPRESSION matches the
+// skip message, so that ctest reports it Skipped on a CPU without them.
 TEST(QMatmul, GfniPlanesMatchShiftAndMask) {
   if (!qmatmulAvx512ShiftMaskAvailable())
-    GTEST_SKIP() << "no AVX512-VNNI with GFNI on this CPU (qmatmul path "
-                 << qmatmulPathName() << ")";
+    GTEST_SKIP() << "no AVX512-VNNI with GFNI on this CPU (" << cpuName()
+                 << "; qmatmul path " << qmatmulPathName() << ")";
   EXPECT_STREQ(qmatmulPathName(), "avx512-gfni");
   uint32_t seed = 3000;
   int checked = 0;
