@@ -20,7 +20,9 @@ JOBS=${JOBS:-2}
 source "$SRC/scripts/sanitize-env.sh"
 TARGETS=(fm-run fm_kernels_test fm_qkernels_test fm_qgemm_test fm_vision_kernels_test
          fm_attention_flash_test fm_lora_test fm_runtime_test fm_shared_caches_test)
-TESTS='^runtime\.(kernels|qkernels|qgemm|vision_kernels|attention_flash|lora|lora_fused|loader|executor|shared_caches)$'
+# With the entries that run one CPU-specific path each (.avx512, .gfni,
+# .avx512-vnni, .amx: Skipped on a CPU without it).
+TESTS='^runtime\.(kernels(\.avx512)?|qkernels(\.gfni)?|qgemm(\.avx512-vnni|\.amx)?|vision_kernels(\.avx512)?|attention_flash|lora|lora_fused|loader|executor|shared_caches)$'
 
 start=$(date +%s)
 if [ "$STEP" = configure ] || [ "$STEP" = all ]; then
