@@ -6,8 +6,7 @@
 // Built by test/fuzz/CMakeLists.txt against instrumented variants of the
 // runtime's libraries, run in ctest as fuzz.fmba. The base is LoraBase
 // (test/unit/runtime/AdapterBuilder.h), the model the seeds were written
-// for: FM_FMBA_CORPUS_DIR=test/fuzz/corpus/fmba fm_adapter_test
-//   --gtest_filter=AdapterFile.WriteCorpus
+// for: build/bin/fm-test-artifacts fmba-corpus test/fuzz/corpus/fmba
 #include "AdapterBuilder.h"
 
 #include "fm/adapter.h"

@@ -5,8 +5,8 @@
 // Built by test/fuzz/CMakeLists.txt against instrumented variants of the
 // runtime's libraries (ninja fmb_loader_fuzz), run in ctest as fuzz.fmb:
 //   build/bin/fmb_loader_fuzz -max_total_time=60 test/fuzz/corpus/fmb
-// Seeds: FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test
-//   --gtest_filter=Loader.WriteCorpus
+// Seeds (the loader tests' artifacts, test/unit/runtime/MiniModels.h and
+// beside it): build/bin/fm-test-artifacts fmb-corpus test/fuzz/corpus/fmb
 #include "fm/runtime.h"
 
 #include <algorithm>

@@ -11,8 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 
 namespace fm::test {
 namespace {
@@ -322,28 +320,6 @@ TEST(AdapterSession, RefusesAnAdapterOfAnotherModel) {
   o.adapters = {{*ad, 1.0f}};
   Session bad(m2, o);
   EXPECT_TRUE(Contains(bad.status().message(), "not for this session's model"));
-}
-
-// Seeds for the adapter fuzzer (test/fuzz/adapter_fuzz.cpp, whose base is
-// LoraBase's):
-//   FM_FMBA_CORPUS_DIR=test/fuzz/corpus/fmba fm_adapter_test
-//   --gtest_filter=AdapterFile.WriteCorpus
-TEST(AdapterFile, WriteCorpus) {
-  const char *dir = std::getenv("FM_FMBA_CORPUS_DIR");
-  if (!dir)
-    GTEST_SKIP() << "set FM_FMBA_CORPUS_DIR to write the seed corpus";
-  auto write = [&](const std::string &name, AdapterBuilder a) {
-    const std::vector<uint8_t> bytes = a.finish();
-    std::ofstream out(std::string(dir) + "/" + name, std::ios::binary);
-    out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-    ASSERT_TRUE(out.good()) << name;
-  };
-  LoraBase base;
-  write("all_f16.fmba", base.adapter(1, 4, 0.5f));
-  write("all_q8.fmba", base.adapter(2, 8, 2.0f, true));
-  AdapterBuilder some = base.adapter(3, 1, 1.0f);
-  some.loras.erase(some.loras.begin(), some.loras.begin() + 2);
-  write("o_lm_rank1.fmba", some);
 }
 
 } // namespace

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <elf.h>
-#include <fstream>
 #include <unistd.h>
 
 namespace fm::test {
@@ -474,29 +473,6 @@ TEST(Executor, F16Weights) {
   ASSERT_TRUE(r.isOk()) << r.message();
   EXPECT_EQ((*r)[0], 0.0f);
   EXPECT_EQ((*r)[1], 3.0f);
-}
-
-} // namespace
-} // namespace fm::test
-
-namespace fm::test {
-namespace {
-
-// Writes the tiny model (with the real test kernels) for trying fm-run:
-//   FM_WRITE_TINY_FMB=/tmp/tiny.fmb fm_runtime_test --gtest_filter=Executor.WriteTinyModel
-TEST(Executor, WriteTinyModel) {
-  const char *path = std::getenv("FM_WRITE_TINY_FMB");
-  if (!path)
-    GTEST_SKIP() << "set FM_WRITE_TINY_FMB to write the tiny model";
-  TinyModel tiny;
-  auto file = tiny.build({}, kernelsSo());
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char *>(file.data()), file.size());
-  ASSERT_TRUE(out.good());
-  // And its reference logits for kTokens, as raw f32.
-  std::vector<float> ref = tiny.reference(kTokens);
-  std::ofstream refOut(std::string(path) + ".ref.f32", std::ios::binary);
-  refOut.write(reinterpret_cast<const char *>(ref.data()), ref.size() * 4);
 }
 
 } // namespace

@@ -1,57 +1,19 @@
 // Loader tests: every rejection gives its exact message, and a valid small
-// artifact loads and runs. Also writes the fuzzer's seed corpus when
-// FM_FMB_CORPUS_DIR is set.
+// artifact loads and runs (the artifacts: MiniModels.h).
 #include "ArtifactBuilder.h"
-#include "QuantModel.h"
-#include "TinyModel.h"
-#include "TrackModel.h"
+#include "MiniModels.h"
 #include "fm/runtime.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <functional>
 
 namespace fm::test {
 namespace {
 
 using Cmd = ArtifactBuilder::Cmd;
-
-struct Mini {
-  uint32_t E = 0, W = 0;
-};
-
-// vocab 4, hidden 4, program 'decode' (1 row, arena 8):
-//   0: Embed E -> h (0..3)      1: MatMul h · Wᵀ -> logits (4..7)
-// logits = W · E[token].
-using Tweak = std::function<void(ArtifactBuilder &, Mini &, std::vector<Cmd> &)>;
-
-std::vector<float> miniE() {
-  return {1, 2, 3, 4, 0, 1, 0, 1, -1, 0, 2, 0, 5, 5, 5, 5};
-}
-std::vector<float> miniW() {
-  return {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1};
-}
-
-std::vector<uint8_t> mini(const Tweak &tweak = {}, uint32_t maxRows = 1,
-                          uint64_t arena = 8) {
-  ArtifactBuilder b;
-  b.vocab = 4;
-  b.hidden = 4;
-  Mini m;
-  m.E = b.addWeight("model.embed_tokens.weight", {4, 4}, miniE());
-  m.W = b.addWeight("lm_head.weight", {4, 4}, miniW());
-  std::vector<Cmd> cmds;
-  cmds.push_back(b.embed(m.E, buf(0, 4, 4), "model.embed_tokens"));
-  cmds.push_back(b.matmul(buf(0, 4, 4), {m.W}, buf(4, 4, 4), 4, 4, false, "lm_head"));
-  if (tweak)
-    tweak(b, m, cmds);
-  b.addProgram("decode", maxRows, arena, buf(4, 4, 4), false, cmds);
-  return b.finish();
-}
 
 std::string loadError(const std::vector<uint8_t> &file, bool verifyHash = false) {
   LoadOptions options;
@@ -358,44 +320,6 @@ TEST(Loader, Attention) {
             "non-zero (1, 4, 0)");
 }
 
-// Packed weights: vocab 4, hidden 32, program 'decode' (2 rows, arena 136):
-//   0: Embed E (q4, group 32) -> h (0..63)
-//   1: MatMul h · Wᵀ (W q8, group 32, affine) -> logits (64..71)
-// and, with an i8 cache 'kv8' (2 slots of 1 x 32, capacity 16) and its
-// scales KS, VS (0-d f32), attention h -> 72..135 where a test adds it.
-struct QMini {
-  uint32_t E = 0, W = 0, KS = 0, VS = 0;
-};
-using QTweak = std::function<void(ArtifactBuilder &, QMini &, std::vector<Cmd> &)>;
-
-std::vector<float> ramp(size_t n, float step) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = step * float(int(i % 11) - 5);
-  return v;
-}
-
-std::vector<uint8_t> qMini(const QTweak &tweak = {}) {
-  ArtifactBuilder b;
-  b.vocab = 4;
-  b.hidden = 32;
-  QMini m;
-  m.E = b.addQuantWeight("model.embed_tokens.weight", 4, 32, ramp(128, 0.25f),
-                         {4, 32, kernels::QuantGrid::Balanced});
-  m.W = b.addQuantWeight("lm_head.weight", 4, 32, ramp(128, -0.125f),
-                         {8, 32, kernels::QuantGrid::Affine});
-  m.KS = b.addScalar("model.layers.0.self_attn.k_scale", 0.05f);
-  m.VS = b.addScalar("model.layers.0.self_attn.v_scale", 0.02f);
-  std::vector<Cmd> cmds;
-  cmds.push_back(b.embed(m.E, buf(0, 32, 32), "model.embed_tokens"));
-  cmds.push_back(b.matmul(buf(0, 32, 32), {m.W}, buf(64, 4, 4), 32, 4, false,
-                          "lm_head"));
-  if (tweak)
-    tweak(b, m, cmds);
-  b.addProgram("decode", 2, 136, buf(64, 4, 4), false, cmds);
-  return b.finish();
-}
-
 TEST(Loader, QuantizedWeights) {
   // Loads and runs: logits = dequant(W) · dequant(E)[token].
   {
@@ -554,50 +478,6 @@ TEST(Loader, Int8Cache) {
             at + "v_scale 3 is set but cache 'kv8' is f32 (scales belong to i8 "
                  "caches; -1 for none)");
   EXPECT_EQ(loadError(qMini(attn(-1, -1, fa::DType::F32))), "(loaded)");
-}
-
-// A Moe with packed experts between embed and lm_head: vocab 4, hidden 32,
-// 3 experts of intermediate 32 (q4 gate and up back to back, q8 down),
-// top-2, f32 router; a q2 shared expert with `withShared`; 3 rows.
-//   0: Embed -> h (0..95)   1: Moe h -> m (96..191)   2: MatMul -> logits
-std::vector<uint8_t> qMoeMini(bool withShared) {
-  ArtifactBuilder b;
-  b.vocab = 4;
-  b.hidden = 32;
-  const kernels::QuantFormat q4{4, 32, kernels::QuantGrid::Balanced};
-  const kernels::QuantFormat q8{8, 32, kernels::QuantGrid::Affine};
-  const kernels::QuantFormat q2{2, 32, kernels::QuantGrid::Affine};
-  uint32_t E = b.addWeight("model.embed_tokens.weight", {4, 32}, ramp(128, 0.25f));
-  uint32_t W = b.addWeight("lm_head.weight", {4, 32}, ramp(128, 0.125f));
-  uint32_t router = b.addWeight("mlp.gate.weight", {3, 32}, ramp(96, 0.5f));
-  std::vector<uint32_t> gate, up, down;
-  for (int e = 0; e < 3; ++e) {
-    const std::string x = "mlp.experts." + std::to_string(e) + ".";
-    gate.push_back(b.addQuantWeight(x + "gate_proj.weight", 32, 32,
-                                    ramp(1024, 0.05f * (e + 1)), q4));
-    up.push_back(b.addQuantWeight(x + "up_proj.weight", 32, 32,
-                                  ramp(1024, -0.04f), q4));
-    down.push_back(b.addQuantWeight(x + "down_proj.weight", 32, 32,
-                                    ramp(1024, 0.03f), q8));
-  }
-  SharedExpert shared;
-  if (withShared) {
-    shared.gate = int32_t(b.addQuantWeight("mlp.shared_expert.gate_proj.weight",
-                                           64, 32, ramp(2048, 0.05f), q2));
-    shared.up = int32_t(b.addQuantWeight("mlp.shared_expert.up_proj.weight", 64,
-                                         32, ramp(2048, 0.04f), q2));
-    shared.down = int32_t(b.addQuantWeight("mlp.shared_expert.down_proj.weight",
-                                           32, 64, ramp(2048, 0.03f), q2));
-    shared.expertGate = int32_t(
-        b.addWeight("mlp.shared_expert_gate.weight", {1, 32}, ramp(32, 0.1f)));
-  }
-  std::vector<Cmd> cmds = {
-      b.embed(E, buf(0, 32, 32), "model.embed_tokens"),
-      b.moe(buf(0, 32, 32), buf(96, 32, 32), router, gate, up, down, 2, true,
-            false, shared, "model.layers.0.mlp"),
-      b.matmul(buf(96, 32, 32), {W}, buf(192, 4, 4), 32, 4, false, "lm_head")};
-  b.addProgram("prefill", 3, 204, buf(192, 4, 4), false, cmds);
-  return b.finish();
 }
 
 TEST(Loader, QuantizedMoe) {
@@ -780,61 +660,6 @@ TEST(Loader, Programs) {
             "from dst width 3");
 }
 
-// A Moe between embed and lm_head: vocab 4, hidden 4, 3 experts of
-// intermediate 2 (gate and up back to back), top-2; `maxRows` rows.
-//   0: Embed -> h (0..3)   1: Moe h -> m (8..11)   2: MatMul m · Wᵀ -> logits
-struct MoeMini {
-  uint32_t E = 0, W = 0, router = 0;
-  std::vector<uint32_t> gate, up, down;
-  SharedExpert shared;
-};
-using MoeTweak =
-    std::function<void(ArtifactBuilder &, MoeMini &, std::vector<Cmd> &)>;
-
-std::vector<uint8_t> moeMini(const MoeTweak &tweak = {}, bool withShared = false,
-                             uint32_t maxRows = 1) {
-  ArtifactBuilder b;
-  b.vocab = 4;
-  b.hidden = 4;
-  MoeMini m;
-  m.E = b.addWeight("model.embed_tokens.weight", {4, 4}, miniE());
-  m.W = b.addWeight("lm_head.weight", {4, 4}, miniW());
-  auto ramp = [](size_t n, float step) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i)
-      v[i] = step * float(int(i % 7) - 3);
-    return v;
-  };
-  m.router = b.addWeight("mlp.router.weight", {3, 4}, ramp(12, 0.5f));
-  for (int e = 0; e < 3; ++e) {
-    const std::string x = "mlp.experts." + std::to_string(e) + ".";
-    m.gate.push_back(b.addWeight(x + "gate_proj.weight", {2, 4}, ramp(8, 0.25f)));
-    m.up.push_back(b.addWeight(x + "up_proj.weight", {2, 4}, ramp(8, -0.125f)));
-    m.down.push_back(b.addWeight(x + "down_proj.weight", {4, 2}, ramp(8, 0.5f)));
-  }
-  if (withShared) {
-    m.shared.gate = int32_t(b.addWeight("mlp.shared_expert.gate_proj.weight", {3, 4},
-                                        ramp(12, 0.25f)));
-    m.shared.up = int32_t(b.addWeight("mlp.shared_expert.up_proj.weight", {3, 4},
-                                      ramp(12, 0.5f)));
-    m.shared.down = int32_t(b.addWeight("mlp.shared_expert.down_proj.weight", {4, 3},
-                                        ramp(12, -0.25f)));
-    m.shared.expertGate = int32_t(
-        b.addWeight("mlp.shared_expert_gate.weight", {1, 4}, ramp(4, 1.0f)));
-  }
-  const uint64_t R = maxRows;
-  std::vector<Cmd> cmds;
-  cmds.push_back(b.embed(m.E, buf(0, 4, 4), "model.embed_tokens"));
-  cmds.push_back(b.moe(buf(0, 4, 4), buf(8 * R, 4, 4), m.router, m.gate, m.up,
-                       m.down, 2, true, false, m.shared, "model.layers.0.mlp"));
-  cmds.push_back(b.matmul(buf(8 * R, 4, 4), {m.W}, buf(4 * R, 4, 4), 4, 4, false,
-                          "lm_head"));
-  if (tweak)
-    tweak(b, m, cmds);
-  b.addProgram("decode", maxRows, 12 * R, buf(4 * R, 4, 4), false, cmds);
-  return b.finish();
-}
-
 const std::string kMoe = "model.fmb: program 'decode' command 1 (model.layers.0.mlp): ";
 
 TEST(Loader, Moe) {
@@ -974,37 +799,6 @@ TEST(Loader, MoeRuns) {
   }
 }
 
-// Two tracks of block 0: track t computes h · W -> its buffer at 8 + 4t;
-// then a partial sum (block -1) and an AllReduce. `tweak` may change the
-// artifact fields or the commands (index 1, 2: the tracks; 5: the reduce).
-std::vector<uint8_t> trackMini(const Tweak &tweak = {}, uint32_t ranks = 1,
-                               uint64_t arena = 16) {
-  return mini(
-      [&](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
-        b.numTracks = 2;
-        b.numTrackBlocks = 1;
-        b.ranks = ranks;
-        const auto lm = c[1];
-        c.pop_back();
-        for (int32_t t = 0; t < 2; ++t) {
-          b.placement = {0, t, ranks > 1 ? t : -1};
-          c.push_back(b.matmul(buf(0, 4, 4), {m.W}, buf(8 + 4 * t, 4, 4), 4, 4,
-                               false, "model.blocks.0.tracks." + std::to_string(t)));
-        }
-        b.placement = {-1, -1, ranks > 1 ? 0 : -1};
-        c.push_back(b.matmul(buf(8, 4, 4), {m.W}, buf(0, 4, 4), 4, 4, false));
-        b.placement = {-1, -1, ranks > 1 ? 1 : -1};
-        c.push_back(b.matmul(buf(12, 4, 4), {m.W}, buf(0, 4, 4), 4, 4,
-                             ranks == 1));
-        b.placement = {};
-        c.push_back(b.allReduce(buf(0, 4, 4), 0.5f, "model.blocks.0"));
-        c.push_back(lm);
-        if (tweak)
-          tweak(b, m, c);
-      },
-      1, arena);
-}
-
 TEST(Loader, TrackPlacement) {
   EXPECT_EQ(loadError(trackMini()), "(loaded)");
   EXPECT_EQ(loadError(trackMini({}, 2)), "(loaded)");
@@ -1142,95 +936,6 @@ TEST(Loader, TrackBuffersAreDisjoint) {
                  "cache 0 slot 1 of command 3 (model.blocks.0.tracks.0.self_attn) "
                  "of track 0: the tracks of a block run concurrently and need "
                  "their own caches");
-}
-
-// Writes seed artifacts for test/fuzz/fmb_loader_fuzz.cpp:
-//   FM_FMB_CORPUS_DIR=test/fuzz/corpus/fmb fm_runtime_test --gtest_filter=Loader.WriteCorpus
-TEST(Loader, WriteCorpus) {
-  const char *dir = std::getenv("FM_FMB_CORPUS_DIR");
-  if (!dir)
-    GTEST_SKIP() << "set FM_FMB_CORPUS_DIR to write the seed corpus";
-  auto write = [&](const std::string &name, const std::vector<uint8_t> &bytes) {
-    std::ofstream out(std::string(dir) + "/" + name, std::ios::binary);
-    out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-    ASSERT_TRUE(out.good()) << name;
-  };
-  write("mini.fmb", mini());
-  // Schema v2's additions: a per-target weight variant, executables for two
-  // targets with launch metadata, an AllReduce of two partials.
-  write("mini_variant.fmb", mini([](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &) {
-          b.addVariant(m.W, "cpu", "row-major", std::vector<uint8_t>(64, 0));
-        }));
-  write("mini_two_targets.fmb",
-        mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
-          b.setExecutable("elf-so", "x86_64-unknown-linux-gnu", {"f", "g"},
-                          {0x7f, 'E', 'L', 'F'});
-          b.addExecutable("vulkan", "spirv", "", {"f", "g"}, {3, 2, 2, 7}, 1);
-          c.push_back(b.dispatch(1, {b.bufferArg(buf(0, 4, 4))}, "model.norm"));
-        }));
-  write("mini_partials.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
-          c.push_back(b.allReduceOf({buf(0, 4, 4), buf(4, 4, 4)}, {}, buf(8, 4, 4),
-                                    0.5f, "model.blocks.0.combine"));
-        }, 1, 16));
-  write("mini_attention.fmb", mini([](ArtifactBuilder &b, Mini &, std::vector<Cmd> &c) {
-          b.addCache("kv", 2, 1, 4, 16);
-          c.push_back(b.attention(buf(0, 4, 4), buf(4, 4, 4), 0, 1, 1, 1, 4, 0.5f, 2,
-                                  "model.layers.0.self_attn"));
-          c.push_back(b.copyLastRow(buf(4, 4, 4), buf(0, 4, 4), "model.norm"));
-        }));
-  write("mini_rows.fmb", mini(
-                             [](ArtifactBuilder &b, Mini &m, std::vector<Cmd> &c) {
-                               c[0] = b.embed(m.E, buf(0, 8, 4));
-                               c[1] = b.matmul(buf(0, 8, 4), {m.W}, buf(4, 8, 4), 4, 4);
-                               c.push_back(b.matmul(buf(0, 8, 4), {m.W, m.E},
-                                                    buf(16, 8, 8), 4, 8, true, "", true));
-                             },
-                             2, 32));
-  // The tiny model, with a tiny stand-in image (the fuzzer never dlopens).
-  TinyModel tiny;
-  TinyModel::Options o;
-  o.maxRows = 4;
-  o.capacity = 8;
-  write("tiny.fmb", tiny.build(o, {0x7f, 'E', 'L', 'F'}));
-  o.fusedQkv = false;
-  o.attnStride = 20;
-  o.gapAfterWq = true;
-  write("tiny_split.fmb", tiny.build(o, {0x7f, 'E', 'L', 'F'}));
-  // Moe (with and without a shared expert), track sections and AllReduce.
-  write("mini_moe.fmb", moeMini());
-  write("mini_moe_shared.fmb", moeMini({}, /*withShared=*/true, /*maxRows=*/3));
-  write("mini_tracks.fmb", trackMini());
-  write("mini_tracks_d2.fmb", trackMini({}, /*ranks=*/2));
-  TrackModel tracks;
-  TrackModel::Options to;
-  to.maxRows = 4;
-  to.capacity = 8;
-  to.interleave = true;
-  write("tracks.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
-  to.ranks = 2;
-  to.interleave = false;
-  write("tracks_d2.fmb", tracks.build(to, {0x7f, 'E', 'L', 'F'}));
-  // Packed weights, int8 caches and Moe with packed experts.
-  write("quant_mini.fmb", qMini());
-  write("quant_mini_i8.fmb", qMini([](ArtifactBuilder &b, QMini &m,
-                                      std::vector<Cmd> &c) {
-          b.addCache("kv8", 2, 1, 32, 16, fa::DType::I8);
-          c.push_back(b.attentionI8(buf(0, 32, 32), buf(72, 32, 32), 0, 1, 1, 1,
-                                    32, 0.125f, int32_t(m.KS), int32_t(m.VS), 0,
-                                    "model.layers.0.self_attn"));
-        }));
-  write("quant_moe.fmb", qMoeMini(false));
-  write("quant_moe_shared.fmb", qMoeMini(true));
-  QuantModel quant;
-  QuantModel::Options qo;
-  qo.maxRows = 4;
-  qo.capacity = 8;
-  write("quant_model.fmb", quant.build(qo, {0x7f, 'E', 'L', 'F'}));
-  qo.tied = false;
-  qo.int8Cache = false;
-  qo.embed = {8, 64, kernels::QuantGrid::Affine};
-  qo.attnStride = 128;
-  write("quant_model_f32cache.fmb", quant.build(qo, {0x7f, 'E', 'L', 'F'}));
 }
 
 } // namespace

@@ -8,7 +8,7 @@
 #
 #   test/unit/runtime/mpi_check.sh BUILD_DIR [WORK_DIR]
 #
-# BUILD_DIR holds bin/fm-run and bin/fm_runtime_test (built with MPI found);
+# BUILD_DIR holds bin/fm-run (built with MPI found) and bin/fm-test-artifacts;
 # WORK_DIR (default: a new temporary directory) receives the models and
 # logits. Needs mpirun and python3 (no numpy). Exits 0 when all checks pass.
 set -euo pipefail
@@ -17,12 +17,12 @@ build=${1:?usage: mpi_check.sh BUILD_DIR [WORK_DIR]}
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 fm_run=$build/bin/fm-run
+# The prompt of tracks_ref.npy (kTokens of test/unit/runtime/write_test_artifacts.cpp).
 tokens=3,17,0,39,5,5,22,11,8,1,30,2,14
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 failures=0
 
-FM_WRITE_TRACK_FMB_DIR=$work "$build/bin/fm_runtime_test" \
-  --gtest_filter=Tracks.WriteModels >/dev/null
+"$build/bin/fm-test-artifacts" track-models "$work" >/dev/null
 
 # compare A B RTOL: max |a - b| <= RTOL * (1 + |b|) over same-shaped .npy files.
 compare() {

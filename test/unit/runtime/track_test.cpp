@@ -7,13 +7,10 @@
 #include "TrackModel.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
-#include "fm/npy.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <thread>
 
 namespace fm::test {
@@ -287,32 +284,6 @@ TEST(AllReduce, SumsAcrossRanks) {
     }
     EXPECT_EQ(group.allReduces(), 2); // the AllReduce, and the sessions' agreement
   }
-}
-
-// Writes the track model for the MPI check (test/unit/runtime/mpi_check.sh):
-//   FM_WRITE_TRACK_FMB_DIR=/tmp/x fm_runtime_test --gtest_filter=Tracks.WriteModels
-// tracks_d1.fmb (one rank), tracks_d2.fmb (two), and the reference
-// logits of kTokens as tracks_ref.npy.
-TEST(Tracks, WriteModels) {
-  const char *dir = std::getenv("FM_WRITE_TRACK_FMB_DIR");
-  if (!dir)
-    GTEST_SKIP() << "set FM_WRITE_TRACK_FMB_DIR to write the track models";
-  TrackModel tm;
-  auto write = [&](const std::string &name, const std::vector<uint8_t> &bytes) {
-    std::ofstream out(std::string(dir) + "/" + name, std::ios::binary);
-    out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-    ASSERT_TRUE(out.good()) << name;
-  };
-  TrackModel::Options o;
-  write("tracks_d1.fmb", tm.build(o, kernelsSo()));
-  o.ranks = 2;
-  write("tracks_d2.fmb", tm.build(o, kernelsSo()));
-  std::vector<float> ref = tm.reference(kTokens);
-  std::string error;
-  ASSERT_TRUE(fm::writeNpyF32(std::string(dir) + "/tracks_ref.npy", ref.data(),
-                              {int64_t(kTokens.size()), TrackModel::kVocab},
-                              &error))
-      << error;
 }
 
 } // namespace
