@@ -49,7 +49,8 @@ void addGuidedOptions(CLI::App &app, GuidedArgs &args) {
                  "with --tools: auto (text until the model opens a call, then the call is "
                  "constrained), required (a call from the first token), none (text only)")
       ->check(CLI::IsMember({"auto", "required", "none"}))
-      ->default_str("auto");
+      ->default_str("auto")
+      ->needs(tools); // alone it would change nothing
   app.add_option("--eos", args.eos,
                  "end-of-sequence token (repeatable; default: the tokenizer's eos_token and "
                  "the end-of-turn tokens of common chat formats it has)");

@@ -10,6 +10,7 @@
 #include "Guided.h"
 #include "Images.h"
 #include "LogitBias.h"
+#include "NumberOptions.h"
 #include "TextRun.h"
 
 #include "fm/adapter.h"
@@ -29,6 +30,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -254,9 +256,10 @@ int run(const Args &args, fm::Communicator *comm) {
                std::to_string(model->vocabSize()) + ")";
     if (model->contextLength() > 0 &&
         static_cast<int64_t>(tokens.size()) > model->contextLength())
-      return model->name() + ": " + std::to_string(tokens.size()) +
-             " tokens do not fit in the context of " +
-             std::to_string(model->contextLength()) + " tokens";
+      return "--tokens (" + std::to_string(tokens.size()) +
+             " ids): must be at most " +
+             std::to_string(model->contextLength()) + ", the context of " +
+             model->name() + " (fmc compile --context sets it)";
     fm::SessionOptions sessionOptions;
     if (auto loaded = fmrun::loadAdapters(model, args.adapters, leader); loaded)
       sessionOptions.adapters = std::move(*loaded);
@@ -511,26 +514,43 @@ int main(int argc, char **argv) {
       ->take_all();
   app.add_flag("--no-special-tokens", text.noSpecialTokens,
                "--prompt: do not add the tokenizer's BOS/EOS to the prompt");
-  auto *maxNew =
+  // Ranges are checked as the options are parsed (NumberOptions.h): a bad
+  // value is one line that names the option, the value and the range.
+  auto *maxNew = fmrun::checkInteger(
       app.add_option("--max-new-tokens", args.maxNewTokens,
-                     "tokens to generate (default 16 with --tokens, 256 with "
-                     "text)")
-          ->check(CLI::NonNegativeNumber)
-          ->default_val(16);
-  app.add_option("--threads", args.threads,
-                 "kernel threads per process (default: one per core, shared "
-                 "by the ranks of an mpirun on one machine)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature", args.temperature,
-                 "sampling temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(0.0f);
-  app.add_option("--top-k", args.topK, "keep the K most likely tokens (0: all)")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(0);
-  app.add_option("--top-p", args.topP, "nucleus probability mass (1: all)")
-      ->default_val(1.0f);
-  app.add_option("--seed", args.seed, "sampling seed")->default_val(0);
+                     "tokens to generate, >= 0 (default 16 with --tokens, 256 "
+                     "with text; 0: the prompt alone, e.g. for --logits-out of "
+                     "its last position); generation also ends when the "
+                     "model's context is full")
+          ->default_val(16),
+      0, INT64_MAX, "must be >= 0");
+  fmrun::checkInteger(
+      app.add_option("--threads", args.threads,
+                     "kernel threads per process, >= 0 (0, the default: one "
+                     "per core, shared by the ranks of an mpirun on one "
+                     "machine); more than the machine's hardware threads "
+                     "come down to them, with a warning"),
+      0, INT32_MAX, "must be >= 0 (0: one per core)");
+  fmrun::checkReal(
+      app.add_option("--temperature", args.temperature,
+                     "sampling temperature, >= 0 (0: greedy)")
+          ->default_val(0.0f),
+      [](double t) { return t >= 0.0; }, "must be >= 0 (0: greedy)");
+  fmrun::checkInteger(
+      app.add_option("--top-k", args.topK,
+                     "keep the K most likely tokens, >= 0 (0, or the "
+                     "vocabulary size or more: all)")
+          ->default_val(0),
+      0, INT32_MAX, "must be >= 0 (0: all)");
+  fmrun::checkReal(
+      app.add_option("--top-p", args.topP,
+                     "nucleus probability mass, in (0, 1] (1: all)")
+          ->default_val(1.0f),
+      [](double p) { return p > 0.0 && p <= 1.0; }, "must be in (0, 1]");
+  fmrun::checkUint64(
+      app.add_option("--seed", args.seed,
+                     "sampling seed, an integer in [0, 2^64 - 1]")
+          ->default_val(0));
   app.add_flag("--stats", args.stats,
                "print one JSON line of load time, speed, peak RSS, threads, "
                "ranks and collectives (AllReduce per decode step, total ms), "
@@ -547,11 +567,13 @@ int main(int argc, char **argv) {
                  "write logits as float32 .npy: [tokens, vocab] with "
                  "--score, else the last prompt position and one row per "
                  "generated token");
-  app.add_option("--prefill-chunk", args.prefillChunk,
-                 "process the prompt K tokens at a time (0: the program's "
-                 "max rows; 1: the decode path for every position)")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(0);
+  fmrun::checkInteger(
+      app.add_option("--prefill-chunk", args.prefillChunk,
+                     "process the prompt K tokens at a time, >= 0 (0, or more "
+                     "than the program's max rows: its max rows, fmc compile "
+                     "--max-prefill; 1: the decode path for every position)")
+          ->default_val(0),
+      0, INT64_MAX, "must be >= 0 (0: the program's max rows)");
   app.add_option("--activations", args.activations,
                  "how low-bit weights take their activations: int11 "
                  "(default: int8x2, except that the prefill GEMMs of w2/w4 "
@@ -582,11 +604,13 @@ int main(int argc, char **argv) {
                  "it, only artifacts signed by one of the given keys load "
                  "(checked before any generated code is loaded; add "
                  "--verify-hash to check the weights too)");
-  app.add_option("--max-memory", args.maxMemory,
-                 "refuse an artifact whose session would need more memory "
-                 "(KV caches, arena, weights a GPU copies): bytes or 512M, "
-                 "8G, ... (default: the physical memory)")
-      ->transform(CLI::AsSizeValue(false));
+  fmrun::checkMemorySize(app.add_option("--max-memory", args.maxMemory,
+                                        "refuse an artifact whose session "
+                                        "would need more memory (KV caches, "
+                                        "arena, weights a GPU copies): bytes "
+                                        "or 512M, 1.5G, ... (1024-based; "
+                                        "default, or 0: the physical memory)")
+                             ->type_name("SIZE"));
   app.add_option("--adapter", args.adapters,
                  "attach a LoRA adapter (.fmba from fmc compile-adapter) as "
                  "FILE[:scale]; scale multiplies its alpha/r (default 1); "
@@ -650,6 +674,7 @@ int main(int argc, char **argv) {
                   " ranks, but this fm-run was built without MPI");
     }
   }
+  args.threads = fmrun::clampThreads(args.threads, !comm || comm->rank() == 0);
   int rc;
   if (fmrun::isTextMode(text)) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
