@@ -12,6 +12,7 @@ struct ImportArgs {
   std::string output;      // "" = stdout (unless only the summary is wanted)
   bool printSummary = false;
   int64_t contextLength = 2048;
+  bool contextGiven = false; // --context on the command line
 };
 int runImport(const ImportArgs &args);
 
@@ -31,6 +32,7 @@ struct CompileArgs {
   bool report = false;           // per-tensor quantization error
   int64_t contextLength = 2048;
   int64_t maxPrefill = 64;
+  bool contextGiven = false, maxPrefillGiven = false; // on the command line
   int64_t ranks = 1;       // MPI ranks the tracks are partitioned over
   bool devicesAlias = false; // given as the deprecated --devices
   std::string dumpIr;      // write the planned kernel-level IR here

@@ -2,6 +2,7 @@
 // target (through the target interface) → .fmb artifact, with a one-screen
 // report and progress on stderr.
 #include "Commands.h"
+#include "OptionChecks.h"
 #include "TokenizerCheck.h"
 #include "Signing.h"
 
@@ -110,6 +111,26 @@ int runCompile(const CompileArgs &args) {
     llvm::WithColor::warning(llvm::errs(), "fmc")
         << "--devices is deprecated (it meant MPI ranks): use --ranks "
         << args.ranks << "\n";
+  // What the checkpoint bounds, before the long part.
+  const bool fromCheckpoint = llvm::sys::fs::is_directory(args.input);
+  int64_t context = args.contextLength;
+  if (fromCheckpoint) {
+    auto c = importContext(args.input, args.contextLength, args.contextGiven);
+    if (!c)
+      return fail(llvm::toString(c.takeError()));
+    context = *c;
+    // One prefill call writes its rows' K/V at as many positions.
+    if (args.maxPrefillGiven && args.maxPrefill > context)
+      return fail(llvm::formatv("--max-prefill {0}: must be <= {1}, the "
+                                "--context (a prefill call's tokens all take "
+                                "a KV cache position)",
+                                args.maxPrefill, context));
+  } else if (args.contextGiven) {
+    return fail(llvm::formatv("--context {0}: applies when importing a "
+                              "checkpoint directory; {1} is fm IR, whose KV "
+                              "caches already have their size",
+                              args.contextLength, args.input));
+  }
   auto t0 = Clock::now();
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::fm::FmDialect, mlir::fmk::FmkDialect,
@@ -120,10 +141,10 @@ int runCompile(const CompileArgs &args) {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   import::WeightSet weights;
   bool haveWeights = false;
-  if (llvm::sys::fs::is_directory(args.input)) {
+  if (fromCheckpoint) {
     progress("importing " + args.input);
     import::ImportOptions opts;
-    opts.contextLength = args.contextLength;
+    opts.contextLength = context;
     std::vector<std::string> warnings;
     auto m = import::importModel(ctx, args.input, opts, warnings, nullptr,
                                  &weights);

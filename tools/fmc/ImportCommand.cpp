@@ -1,5 +1,6 @@
 // `fmc import`: checkpoint directory → fm IR file and/or summary table.
 #include "Commands.h"
+#include "OptionChecks.h"
 #include "import/Importer.h"
 
 #include "dialects/fm/IR/FmDialect.h"
@@ -16,7 +17,14 @@ int runImport(const ImportArgs &args) {
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::fm::FmDialect, mlir::func::FuncDialect>();
   import::ImportOptions opts;
-  opts.contextLength = args.contextLength;
+  auto context =
+      importContext(args.modelDir, args.contextLength, args.contextGiven);
+  if (!context) {
+    llvm::WithColor::error(llvm::errs(), "fmc")
+        << llvm::toString(context.takeError()) << "\n";
+    return 1;
+  }
+  opts.contextLength = *context;
   std::vector<std::string> warnings;
   import::ModelSpec spec;
   import::WeightSet weights;

@@ -1,8 +1,11 @@
 // fmc: the ahead-of-time compiler's command line (import, compile,
 // compile-adapter, inspect).
 #include "Commands.h"
+#include "OptionChecks.h"
 
 #include <CLI/CLI.hpp>
+
+#include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
   CLI::App app{"fmc: ahead-of-time compiler for foundation-model graphs"};
@@ -19,10 +22,14 @@ int main(int argc, char **argv) {
   importCmd->add_flag("--print-summary", imp.printSummary,
                       "print a table of the model instead of the IR "
                       "(with -o, both)");
-  importCmd->add_option("--context", imp.contextLength,
-                        "positions each KV cache holds")
-      ->check(CLI::PositiveNumber)
-      ->default_val(2048);
+  CLI::Option *importContext = fm::cli::checkCount(
+      importCmd
+          ->add_option("--context", imp.contextLength,
+                       "positions each KV cache holds, >= 1 and at most the "
+                       "checkpoint's max_position_embeddings (default: 2048, "
+                       "or that when it is less)")
+          ->default_val(2048),
+      1);
 
   fm::cli::CompileArgs comp;
   CLI::App *compileCmd = app.add_subcommand(
@@ -74,28 +81,38 @@ int main(int argc, char **argv) {
       ->default_val("none");
   compileCmd->add_flag("--report", comp.report,
                        "print the quantization error of every tensor");
-  compileCmd->add_option("--context", comp.contextLength,
-                         "positions each KV cache holds (when importing)")
-      ->check(CLI::PositiveNumber)
-      ->default_val(2048);
-  compileCmd->add_option("--max-prefill", comp.maxPrefill,
-                         "the most prompt tokens one prefill call processes")
-      ->check(CLI::PositiveNumber)
-      ->default_val(64);
-  compileCmd->add_option("--ranks", comp.ranks,
-                         "partition the tracks over this many MPI ranks; one "
-                         "all-reduce per track block")
-      ->check(CLI::PositiveNumber)
-      ->default_val(1);
-  compileCmd
-      ->add_option_function<int64_t>(
-          "--devices",
-          [&comp](int64_t n) {
-            comp.ranks = n;
-            comp.devicesAlias = true;
-          },
-          "deprecated: the old name of --ranks")
-      ->check(CLI::PositiveNumber);
+  CLI::Option *compileContext = fm::cli::checkCount(
+      compileCmd
+          ->add_option("--context", comp.contextLength,
+                       "positions each KV cache holds, when importing a "
+                       "checkpoint directory: >= 1 and at most its "
+                       "max_position_embeddings (default: 2048, or that when "
+                       "it is less)")
+          ->default_val(2048),
+      1);
+  CLI::Option *maxPrefill = fm::cli::checkCount(
+      compileCmd
+          ->add_option("--max-prefill", comp.maxPrefill,
+                       "the most prompt tokens one prefill call processes, "
+                       ">= 1 and at most --context")
+          ->default_val(64),
+      1);
+  fm::cli::checkCount(
+      compileCmd
+          ->add_option("--ranks", comp.ranks,
+                       "partition the tracks over this many MPI ranks, >= 1 "
+                       "(a track block's tracks must split evenly over them); "
+                       "one all-reduce per track block")
+          ->default_val(1),
+      1);
+  fm::cli::checkCount(compileCmd->add_option_function<int64_t>(
+                          "--devices",
+                          [&comp](int64_t n) {
+                            comp.ranks = n;
+                            comp.devicesAlias = true;
+                          },
+                          "deprecated: the old name of --ranks"),
+                      1);
   compileCmd->add_option("--dump-ir", comp.dumpIr,
                          "also write the planned kernel-level IR here");
   compileCmd->add_option("--tokenizer", comp.tokenizer,
@@ -171,7 +188,20 @@ int main(int argc, char **argv) {
                          "write the signature as a .minisig file (for "
                          "minisign -V -x)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    // One line, as fmc's other errors; CLI11's exit codes (105: a bad value).
+    llvm::WithColor::error(llvm::errs(), "fmc") << e.what() << "\n";
+    return e.get_exit_code();
+  }
+  imp.contextGiven = importContext->count() > 0;
+  comp.contextGiven = compileContext->count() > 0;
+  comp.maxPrefillGiven = maxPrefill->count() > 0;
   if (importCmd->parsed())
     return fm::cli::runImport(imp);
   if (compileCmd->parsed())
