@@ -68,9 +68,12 @@ int main(int argc, char **argv) {
   grammarOpt->excludes(regexOpt)->excludes(jsonOpt);
   regexOpt->excludes(jsonOpt);
   app.add_option("--mode", mode,
-                 "JSON grammars: check (any whitespace and property order; the default) or "
-                 "generate (the canonical form generation writes)")
-      ->check(CLI::IsMember({"check", "generate"}));
+                 "JSON grammars (--json-schema, --json): check (any whitespace and property "
+                 "order; the default) or generate (the canonical form generation writes)")
+      ->check(CLI::IsMember({"check", "generate"}))
+      // A GBNF grammar or a regex has one form: --mode would change nothing.
+      ->excludes(grammarOpt)
+      ->excludes(regexOpt);
   app.add_flag("--check", check, "read stdin and exit 0 if it is a complete match, 1 if not");
   app.add_flag("--stats", stats, "print the compiled grammar's size");
   try {

@@ -64,11 +64,24 @@ int main(int argc, char **argv) {
                  "(+ tokenizer_config.json), or an .fmb artifact (its "
                  "embedded tokenizer)")
       ->required();
-  app.add_flag("--decode", decode,
-               "read ids (spaces, commas or newlines) and write the text");
+  auto *decodeFlag =
+      app.add_flag("--decode", decode,
+                   "read ids (spaces, commas or newlines) and write the text");
   app.add_flag("--add-special", addSpecial,
-               "add the post-processor's special tokens (BOS/EOS)");
-  CLI11_PARSE(app, argc, argv);
+               "add the post-processor's special tokens (BOS/EOS) when "
+               "encoding")
+      ->excludes(decodeFlag); // --decode writes the ids as they are
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    // One line, as the other errors; CLI11's exit codes.
+    fail(e.what());
+    return e.get_exit_code();
+  }
 
   fm::Expected<fm::Tokenizer> tokenizer = openTokenizer(path);
   if (!tokenizer)
