@@ -41,6 +41,21 @@ pt_moe|pt_moe|--max-prefill 8|1e-3|1e-4
 qwen2_moe|qwen2_moe|--max-prefill 8|1e-3|1e-4
 mixtral-w4|mixtral|--max-prefill 32 --quant w4||2e-2"
 
+# limit SECONDS COMMAND...: COMMAND, killed after SECONDS (a hang ends that
+# step in minutes instead of the GPU machine's whole lease), said on the
+# script's stderr (fd 3) whatever the call redirects. fmc compile and the
+# CUDA test binary get 300 s, one fm-run 120 s (tiny models: seconds each).
+exec 3>&2
+limit() {
+  local seconds=$1 rc=0
+  shift
+  timeout --kill-after=10 "$seconds" "$@" || rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "check-cuda: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
+  fi
+  return $rc
+}
+
 bundle_binary() { # BIN OUT: the binary (its symbol table stripped: bytes
   # count against the carry limit) and every library it loads into OUT/lib
   cp "$1" "$2/"
@@ -66,7 +81,7 @@ if [ "${1:-}" = "--prepare" ]; then
     # shellcheck disable=SC2086
     # No CPU GEMM copies: a CPU-only layout that would double the bundle's
     # low-bit artifacts (the CPU device repacks at load instead).
-    "$BUILD/bin/fmc" compile "$ckpt" -o "$OUT/cases/$name.fmb" --target cpu,cuda $flags \
+    limit 300 "$BUILD/bin/fmc" compile "$ckpt" -o "$OUT/cases/$name.fmb" --target cpu,cuda $flags \
       --no-cpu-gemm-copies \
       > "$OUT/cases/$name.compile.txt" 2>&1 || { cat "$OUT/cases/$name.compile.txt"; exit 1; }
     # The numpy logits only where the case compares against them (bytes
@@ -75,22 +90,22 @@ if [ "${1:-}" = "--prepare" ]; then
       /usr/bin/python3 "$ROOT/test/reference/fm_reference.py" "$ckpt" --tokens "$TOKENS" \
         --out "$OUT/cases/$name.numpy.npy" || exit 1
     fi
-    "$BUILD/bin/fm-run" "$OUT/cases/$name.fmb" --device cpu --tokens "$TOKENS" --score \
+    limit 120 "$BUILD/bin/fm-run" "$OUT/cases/$name.fmb" --device cpu --tokens "$TOKENS" --score \
       --logits-out "$OUT/cases/$name.cpu.npy" > /dev/null || exit 1
   done || exit 1
   # A LoRA adapter on the llama case (scale 0.5, stored 8-bit: the q8
   # side path), and the CPU device's logits with it.
   /usr/bin/python3 "$ROOT/examples/gen_checkpoint.py" --family llama --preset tiny \
     --lora-out "$OUT/.work/lora" --lora-rank 4 > /dev/null || exit 1
-  "$BUILD/bin/fmc" compile-adapter "$OUT/.work/lora" --base "$OUT/cases/llama.fmb" \
+  limit 300 "$BUILD/bin/fmc" compile-adapter "$OUT/.work/lora" --base "$OUT/cases/llama.fmb" \
     -o "$OUT/cases/llama-lora.fmba" --quant w8 > /dev/null 2>&1 || exit 1
-  "$BUILD/bin/fm-run" "$OUT/cases/llama.fmb" --device cpu --activations f32 --tokens "$TOKENS" \
+  limit 120 "$BUILD/bin/fm-run" "$OUT/cases/llama.fmb" --device cpu --activations f32 --tokens "$TOKENS" \
     --score --adapter "$OUT/cases/llama-lora.fmba:0.5" \
     --logits-out "$OUT/cases/llama-lora.cpu.npy" > /dev/null || exit 1
   # The image encoder (every command a CUDA micro-kernel, CudaVision.cpp).
   /usr/bin/python3 "$ROOT/examples/gen_checkpoint.py" --family fm_vit --preset rw-vitdet-tiny \
     --out "$OUT/.work/vit" > /dev/null || exit 1
-  "$BUILD/bin/fmc" compile "$OUT/.work/vit" -o "$OUT/cases/vit.fmb" --target cpu,cuda \
+  limit 300 "$BUILD/bin/fmc" compile "$OUT/.work/vit" -o "$OUT/cases/vit.fmb" --target cpu,cuda \
     > "$OUT/cases/vit.compile.txt" 2>&1 || { cat "$OUT/cases/vit.compile.txt"; exit 1; }
   rm -rf "$OUT/.work"
   bytes=$(du -sb "$OUT" | cut -f1)
@@ -116,7 +131,7 @@ echo "check-cuda: NCCL library: ${FM_NCCL_LIBRARY:-libnccl.so.2 on the loader pa
 
 loader=$(ls "$OUT"/lib/ld-linux-x86-64.so.2 2>/dev/null || ls "$OUT"/lib/ld-linux*.so* | head -1)
 libpath="$OUT/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/local/cuda/compat"
-fm_run() { "$loader" --library-path "$libpath" "$OUT/fm-run" "$@"; }
+fm_run() { limit 120 "$loader" --library-path "$libpath" "$OUT/fm-run" "$@"; }
 
 # max |got - want| <= rtol * max |want| and the same argmax per position.
 compare() { # GOT WANT RTOL
@@ -165,7 +180,7 @@ fi
 echo "$line"; summary+="$line"$'\n'
 
 echo "== vision: an image encoder (rw-vitdet-tiny) on cuda against the CPU device"
-vision=$(FM_CUDA_TEST_VISION_FMB="$OUT/cases/vit.fmb" "$loader" --library-path "$libpath" \
+vision=$(FM_CUDA_TEST_VISION_FMB="$OUT/cases/vit.fmb" limit 300 "$loader" --library-path "$libpath" \
   "$OUT/fm_cuda_test" --gtest_filter=GpuVision.EncoderOnCudaMatchesTheCpu 2>&1)
 echo "$vision"
 line="vision rw-vitdet-tiny: $(echo "$vision" | grep -m1 '^image tokens:')"

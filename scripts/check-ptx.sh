@@ -27,7 +27,13 @@ status=0
 kernels=0
 for arch in ${ARCHS//,/ }; do
   for ptx in "$@"; do
-    if ! log=$("$PTXAS" -arch="$arch" -v "$ptx" -o /dev/null 2>&1); then
+    # One ptxas run, killed after 300 s (a hang; it takes seconds), said in the FAIL line.
+    log=$(timeout --kill-after=10 300 "$PTXAS" -arch="$arch" -v "$ptx" -o /dev/null 2>&1)
+    rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+      log+=$'\n'"TIMEOUT: killed after 300 s (its limit; a hang?)"
+    fi
+    if [ $rc != 0 ]; then
       echo "FAIL: ptxas -arch=$arch $ptx:"; echo "$log"; status=1; continue
     fi
     # A spill in any function of the file (a callee's, too) fails.

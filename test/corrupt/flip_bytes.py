@@ -39,9 +39,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+# Time limits (generous: they catch hangs, and the sanitizer run is 5-10x slower). A
+# command past its limit is killed and the test fails naming it. fm-run on one changed
+# copy has its own limit below (a hang there is a violation, counted, not the end).
+LIMIT = 300           # gen_checkpoint.py, fmc keygen / compile / inspect of a small llama
+FM_RUN_LIMIT = 60     # one fm-run of 2 tokens on a changed copy
+FLIP_CHECK_BASE = 120  # fm_flip_check: its start, plus per offset (about 6 ms under ASan)
+FLIP_CHECK_PER_OFFSET = 0.05
+
+
+def timed_out(cmd, limit):
+    shown = " ".join(cmd[:8]) + (" ... (%d arguments)" % len(cmd) if len(cmd) > 8 else "")
+    sys.exit("flip_bytes.py: TIMEOUT: killed after %d s (its limit; a hang?): %s" % (limit, shown))
+
+
 def run(cmd, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       errors="replace", **kw)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           errors="replace", timeout=LIMIT, **kw)
+    except subprocess.TimeoutExpired:
+        timed_out(cmd, LIMIT)
     if p.returncode != 0:
         sys.exit("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout,
                                                    p.stderr))
@@ -112,7 +129,7 @@ def main():
                 p = subprocess.run([tool("fm-run"), flipped, "--tokens", "1,17,42",
                                     "--max-new-tokens", "2", "--threads", "1"] + extra,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   errors="replace", timeout=60)
+                                   errors="replace", timeout=FM_RUN_LIMIT)
             except subprocess.TimeoutExpired:
                 failures.append("%s offset %d: hangs" % (extra, o))
                 continue
@@ -152,9 +169,13 @@ def main():
     for o in inside:
         xors.setdefault(o, rng.randrange(1, 256))
     every = sorted(set(offsets) | set(inside))
-    out = subprocess.run([tool("fm_flip_check"), fmb] + ["%d:%d" % (o, xors[o]) for o in every],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         errors="replace")
+    cmd = [tool("fm_flip_check"), fmb] + ["%d:%d" % (o, xors[o]) for o in every]
+    limit = FLIP_CHECK_BASE + FLIP_CHECK_PER_OFFSET * len(every)
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace", timeout=limit)
+    except subprocess.TimeoutExpired:
+        timed_out(cmd, limit)
     for line in out.stdout.splitlines():
         if " CRASH " in line:
             failures.append("fm_flip_check offset " + line)

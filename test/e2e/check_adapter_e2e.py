@@ -26,11 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 GEN = os.path.join(ROOT, "examples", "gen_checkpoint.py")
 REF = os.path.join(ROOT, "test", "reference", "fm_reference.py")
 sys.path.insert(0, os.path.dirname(REF))
+sys.path.insert(0, HERE)
 import fm_reference  # noqa: E402
+import timelimits  # noqa: E402  (every command's time limit)
 
 
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = timelimits.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (
             p.returncode, " ".join(cmd), p.stdout, p.stderr))

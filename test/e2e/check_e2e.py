@@ -16,11 +16,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GEN = os.path.join(ROOT, "examples", "gen_checkpoint.py")
 REF = os.path.join(ROOT, "test", "reference", "fm_reference.py")
+sys.path.insert(0, HERE)
+import timelimits  # noqa: E402  (every command's time limit)
 
 
 def run(cmd):
-    """The command's stdout (its stderr, progress and notes, is shown on failure)."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """The command's stdout (its stderr, progress and notes, is shown on failure); a
+    command past its time limit (timelimits.py) fails the test too."""
+    p = timelimits.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd),
                                                           p.stdout, p.stderr))
@@ -78,7 +81,7 @@ def main():
          "--ranks", args.ranks] + args.compile_args.split())
     launch = []
     if args.mpi:
-        launch = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.mpi)]
+        launch = timelimits.mpirun(args.mpi)
     device = ["--device", args.device] if args.device else []
     fm_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a) + device + args.run_args.split()
     peer_run = lambda *a: launch + [tool("fm-run"), fmb] + list(a) + args.peer_args.split()
@@ -109,7 +112,7 @@ def main():
                    "--compare", out, "--rtol", args.rtol]
             if args.min_argmax_agree:
                 cmp += ["--min-argmax-agree", args.min_argmax_agree]
-            p = subprocess.run(cmp,
+            p = timelimits.run(cmp,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             peer_ok, peer_text = peer_check(out, *score)
             ok = p.returncode == 0 and peer_ok

@@ -40,6 +40,8 @@ GEN = os.path.join(ROOT, "examples", "gen_checkpoint.py")
 REF = os.path.join(ROOT, "test", "reference", "fm_reference.py")
 FETCH = os.path.join(ROOT, "scripts", "fetch-test-data.sh")
 sys.path.insert(0, os.path.join(ROOT, "test", "tokenizer"))
+sys.path.insert(0, HERE)
+import timelimits  # noqa: E402  (every command's time limit)
 
 # name -> (package directory under the test-data cache, model vocab_size).
 # Qwen3's embedding has 151936 rows for 151669 ids: the ids without a token
@@ -69,8 +71,8 @@ def check(ok, what, detail=""):
 
 
 def run(cmd, stdin=None):
-    """(stdout, stderr) of a command that must succeed."""
-    p = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """(stdout, stderr) of a command that must succeed (within its time limit)."""
+    p = timelimits.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (
             p.returncode, " ".join(cmd), p.stdout.decode(errors="replace"),
@@ -131,7 +133,7 @@ def bad_tokenizers(tool, model, work, tokdir):
         os.makedirs(d)
         for name, text in files.items():
             open(os.path.join(d, name), "w", encoding="utf-8").write(text)
-        p = subprocess.run([tool("fmc"), "compile", model, "-o", os.path.join(d, "m.fmb"),
+        p = timelimits.run([tool("fmc"), "compile", model, "-o", os.path.join(d, "m.fmb"),
                             "--tokenizer", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = p.stderr.decode(errors="replace")
         check(p.returncode != 0 and all(w.replace("DIR", d) in err for w in want),

@@ -35,6 +35,7 @@ SCHEMAS = os.path.join(ROOT, "test", "grammar", "guided")
 VALIDATE = os.path.join(ROOT, "test", "grammar", "validate_generated.py")
 sys.path.insert(0, HERE)
 import check_text as ct  # noqa: E402  (run, check, stats_lines, the checkpoint recipe)
+import timelimits  # noqa: E402  (every command's time limit)
 
 TOOLS = [
     {"type": "function", "function": {
@@ -55,7 +56,7 @@ HELLO_ID = 9707  # Qwen3's "Hello"
 
 
 def fm_run_rc(tool, fmb, *args, stdin=None):
-    p = subprocess.run([tool("fm-run"), fmb] + list(args), input=stdin,
+    p = timelimits.run([tool("fm-run"), fmb] + list(args), input=stdin,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return p.returncode, p.stdout.decode("utf-8"), p.stderr.decode("utf-8", errors="replace")
 
@@ -65,7 +66,7 @@ def validate(records, work, name):
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    p = subprocess.run(["/usr/bin/python3", VALIDATE, path], stdout=subprocess.PIPE, text=True)
+    p = timelimits.run(["/usr/bin/python3", VALIDATE, path], stdout=subprocess.PIPE, text=True)
     ok = p.returncode == 0 and ("%d passed, 0 failed" % len(records)) in p.stdout
     ct.check(ok, "%s: %d outputs validated by python3-jsonschema" % (name, len(records)),
              p.stdout.strip()[-400:])
@@ -93,7 +94,7 @@ def prompt_regex_grammar(tool, fmb, work):
         out, _ = ct.run([tool("fm-run"), fmb, "--prompt", "A code:", "--regex", rx,
                          "--temperature", "1", "--seed", str(seed), "--max-new-tokens", "64"])
         text = out.decode("utf-8")
-        p = subprocess.run([tool("fm-grammar"), "--regex", rx, "--check"], input=out)
+        p = timelimits.run([tool("fm-grammar"), "--regex", rx, "--check"], input=out)
         ct.check(re.fullmatch(rx, text) is not None and p.returncode == 0,
                  "--prompt --regex seed %d: %r matches (Python re, fm-grammar --check)" % (seed, text))
     gbnf = os.path.join(work, "list.gbnf")
@@ -103,7 +104,7 @@ def prompt_regex_grammar(tool, fmb, work):
     for seed in (1, 2):
         out, _ = ct.run([tool("fm-run"), fmb, "--prompt", "A list:", "--grammar", gbnf,
                          "--temperature", "1", "--seed", str(seed), "--max-new-tokens", "100"])
-        p = subprocess.run([tool("fm-grammar"), "--grammar", gbnf, "--check"], input=out)
+        p = timelimits.run([tool("fm-grammar"), "--grammar", gbnf, "--check"], input=out)
         ct.check(p.returncode == 0 and out.startswith(b"["),
                  "--prompt --grammar seed %d: %r passes fm-grammar --check" % (seed, out.decode()))
 
@@ -237,15 +238,16 @@ def tools_text_streams(tool, fmb, work):
     before the end (printed whole at the end, they came at it)."""
     import time
     tools = os.path.join(work, "tools.json")
-    p = subprocess.Popen([tool("fm-run"), fmb, "--prompt", "Call a tool.", "--tools", tools,
-                          "--logit-bias", "%d=100" % HELLO_ID, "--max-new-tokens", "1500",
-                          "--stats"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = os.read(p.stdout.fileno(), 5)
-    t_first = time.monotonic()
-    rest = p.stdout.read()
-    t_end = time.monotonic()
-    err = p.stderr.read().decode()
-    p.wait()
+    cmd = [tool("fm-run"), fmb, "--prompt", "Call a tool.", "--tools", tools,
+           "--logit-bias", "%d=100" % HELLO_ID, "--max-new-tokens", "1500", "--stats"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with timelimits.killed_after(p, cmd):
+        first = os.read(p.stdout.fileno(), 5)
+        t_first = time.monotonic()
+        rest = p.stdout.read()
+        t_end = time.monotonic()
+        err = p.stderr.read().decode()
+        p.wait()
     st = ct.stats_lines(err)[-1] if ct.stats_lines(err) else {"total_ms": 0, "generated_ids": []}
     after_ms = (t_end - t_first) * 1000.0
     ct.check(p.returncode == 0 and first + rest == b"Hello" * len(st["generated_ids"]) + b"\n"

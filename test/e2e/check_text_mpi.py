@@ -20,8 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_text as ct  # noqa: E402
+import timelimits  # noqa: E402
 
-MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
+# Open MPI aborts every rank after timelimits.MPIRUN s (mpirun --timeout).
+MPI = timelimits.mpirun(2)
 
 
 def main():

@@ -28,13 +28,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, HERE)
 import fm_reference as ref  # noqa: E402
 import gen_checkpoint  # noqa: E402
+import timelimits  # noqa: E402  (every command's time limit)
 
 
 def run(cmd, expect_fail=False):
-    """(returncode, stdout, stderr); exits on an unexpected failure."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """(returncode, stdout, stderr); exits on an unexpected failure (or a time-out)."""
+    p = timelimits.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0 and not expect_fail:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd),
                                                           p.stdout, p.stderr))

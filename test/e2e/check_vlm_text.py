@@ -45,8 +45,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, HERE)
 import fm_reference as ref  # noqa: E402
 import gen_checkpoint  # noqa: E402
+import timelimits  # noqa: E402  (every command's time limit)
 
 BOS, EOS, IMAGE = 256, 257, 508
 IMAGE_TEXT = "<|image_pad|>"
@@ -67,7 +69,7 @@ def check(ok, what, detail=""):
 
 
 def run(cmd, expect_fail=False, stdin=b""):
-    p = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = timelimits.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     if p.returncode != 0 and not expect_fail:
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), out, err))

@@ -124,8 +124,17 @@ def index_seeds():
     return len(seeds)
 
 
+# gen_checkpoint.py, or one fmc command on a tiny model: seconds. A command past it is
+# killed and the script stops, naming it.
+LIMIT = 300
+
+
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, **kw).stdout
+    try:
+        return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, timeout=LIMIT, **kw).stdout
+    except subprocess.TimeoutExpired:
+        sys.exit("make_seeds.py: TIMEOUT: killed after %d s (its limit; a hang?): %s"
+                 % (LIMIT, " ".join(cmd)))
 
 
 def build_seeds(build):

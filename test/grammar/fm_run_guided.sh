@@ -12,9 +12,23 @@ set -euo pipefail
 fmrun="$1" fmgrammar="$2" make="$3" kernels="$4" tok="$5" work="$6" python="$7" schemas="$8"
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$work"
+# limit SECONDS COMMAND...: COMMAND, killed after SECONDS (a hang fails the test in minutes,
+# naming it on the script's stderr even where the command's own is redirected). Generous for
+# the sanitizer run: one fm-run 120 s (this is a tiny model, ~0.5 s here), fm-grammar --check
+# 60 s, building the model or a python3 validation 300 s.
+exec 3>&2
+limit() {
+  local seconds=$1 rc=0
+  shift
+  timeout --kill-after=10 "$seconds" "$@" || rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "fm_run_guided.sh: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
+  fi
+  return $rc
+}
 model="$work/qwen-width.fmb"
 # 151936: Qwen3's embedding width, past the tokenizer's 151669 ids (padding never generated).
-"$make" 151936 "$kernels" "$model"
+limit 300 "$make" 151936 "$kernels" "$model"
 out="$work/outputs.jsonl"
 : >"$out"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -24,7 +38,7 @@ quote() { "$python" -c 'import json,sys; print(json.dumps(sys.stdin.read().rstri
 n=0
 for schema in "$schemas"/*.json; do
   for seed in $(seeds 3); do
-    text=$("$fmrun" "$model" --tokens 1,2,3 --tokenizer "$tok" --json-schema "$schema" \
+    text=$(limit 120 "$fmrun" "$model" --tokens 1,2,3 --tokenizer "$tok" --json-schema "$schema" \
       --temperature 1 --seed "$seed" --max-new-tokens 800 2>"$work/err") ||
       fail "$(basename "$schema") seed $seed: exit $? $(cat "$work/err")"
     printf '{"schema": "%s", "seed": %d, "tokens": 0, "text": %s}\n' "$schema" "$seed" \
@@ -32,7 +46,7 @@ for schema in "$schemas"/*.json; do
     n=$((n + 1))
   done
 done
-"$python" "$here/validate_generated.py" "$out"
+limit 300 "$python" "$here/validate_generated.py" "$out"
 echo "json-schema: $n fm-run outputs validated"
 
 # --regex and --grammar: checked by fm-grammar --check (the byte-level matcher).
@@ -40,9 +54,9 @@ re='[a-z]{2,6}-[0-9]{3}'
 m=0
 for seed in $(seeds 4); do
   m=$((m + 1))
-  "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --regex "$re" --temperature 1 --seed "$seed" \
+  limit 120 "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --regex "$re" --temperature 1 --seed "$seed" \
     --max-new-tokens 64 >"$work/re.txt" 2>"$work/err" || fail "regex seed $seed: $(cat "$work/err")"
-  head -c -1 "$work/re.txt" | "$fmgrammar" --regex "$re" --check || fail "regex output $(cat "$work/re.txt")"
+  head -c -1 "$work/re.txt" | limit 60 "$fmgrammar" --regex "$re" --check || fail "regex output $(cat "$work/re.txt")"
   "$python" -c 'import re,sys; t=open(sys.argv[1]).read()[:-1]; sys.exit(0 if re.fullmatch(sys.argv[2], t) else 1)' \
     "$work/re.txt" "$re" || fail "python re rejects $(cat "$work/re.txt")"
 done
@@ -52,9 +66,9 @@ item ::= [0-9] | "\"" [a-c]+ "\""
 G
 for seed in $(seeds 4); do
   m=$((m + 1))
-  "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --grammar "$work/list.gbnf" --temperature 1 \
+  limit 120 "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --grammar "$work/list.gbnf" --temperature 1 \
     --seed "$seed" --max-new-tokens 200 >"$work/g.txt" 2>"$work/err" || fail "gbnf seed $seed: $(cat "$work/err")"
-  head -c -1 "$work/g.txt" | "$fmgrammar" --grammar "$work/list.gbnf" --check || fail "gbnf output $(cat "$work/g.txt")"
+  head -c -1 "$work/g.txt" | limit 60 "$fmgrammar" --grammar "$work/list.gbnf" --check || fail "gbnf output $(cat "$work/g.txt")"
 done
 echo "regex, gbnf: $m outputs checked"
 
@@ -70,7 +84,7 @@ T
 c=0
 for seed in $(seeds 6); do
   c=$((c + 1))
-  "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --tools "$work/tools.json" --tool-choice required \
+  limit 120 "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --tools "$work/tools.json" --tool-choice required \
     --temperature 1 --seed "$seed" --max-new-tokens 200 >"$work/call.txt" 2>"$work/err" ||
     fail "tools seed $seed: $(cat "$work/err")"
   "$python" - "$work/tools.json" "$work/call.txt" <<'P' || fail "tool call $(cat "$work/call.txt")"
@@ -88,7 +102,7 @@ echo "tools: $c required calls validated"
 
 # A cut before the grammar is complete: exit 3, a note, the prefix printed.
 set +e
-"$fmrun" "$model" --tokens 5 --tokenizer "$tok" --json-schema "$schemas/tool_call.json" \
+limit 120 "$fmrun" "$model" --tokens 5 --tokenizer "$tok" --json-schema "$schemas/tool_call.json" \
   --max-new-tokens 3 >"$work/cut.txt" 2>"$work/err"
 rc=$?
 set -e
@@ -99,7 +113,7 @@ grep -q "before the grammar was complete" "$work/err" || fail "no note: $(cat "$
 # Bad input: clear errors naming the file / option, exit 1.
 expect_error() { # WANT ARGS...
   local want="$1"; shift
-  set +e; "$fmrun" "$model" --tokens 5 "$@" >/dev/null 2>"$work/err"; local rc=$?; set -e
+  set +e; limit 120 "$fmrun" "$model" --tokens 5 "$@" >/dev/null 2>"$work/err"; local rc=$?; set -e
   [ "$rc" = 1 ] || fail "$* exited $rc"
   grep -qF -- "$want" "$work/err" || fail "$*: wanted '$want', got: $(cat "$work/err")"
 }

@@ -10,6 +10,18 @@ import json
 import subprocess
 import sys
 
+# One fm-grammar --check of one short document: milliseconds, under ASan too. A hang fails
+# the test at once, naming the case.
+LIMIT = 60
+
+
+def check(cmd, data, name):
+    try:
+        return subprocess.run(cmd, input=data, capture_output=True, timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"json_suite.py: TIMEOUT: killed after {LIMIT} s (its limit; a hang?): "
+                 f"{' '.join(cmd)} on case {name} {data[:80]!r}")
+
 
 def main():
     tool, parsing_js = sys.argv[1], sys.argv[2]
@@ -20,7 +32,7 @@ def main():
     accepted_i, rejected_i, failures = [], [], []
     for case in cases:
         name, data = case["name"], case["input"].encode("utf-8", "surrogatepass")
-        r = subprocess.run([tool, "--json", "--check"], input=data, capture_output=True)
+        r = check([tool, "--json", "--check"], data, name)
         if r.returncode not in (0, 1):
             failures.append(f"{name}: fm-grammar exited {r.returncode}: {r.stderr.decode()}")
             continue

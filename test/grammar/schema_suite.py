@@ -18,6 +18,18 @@ import subprocess
 import sys
 import tempfile
 
+# One fm-grammar --check of one schema and one instance: milliseconds (about 30 times that
+# under ASan). A hang fails the test at once, naming the case.
+LIMIT = 60
+
+
+def check(cmd, data, key):
+    try:
+        return subprocess.run(cmd, input=data, capture_output=True, timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"schema_suite.py: TIMEOUT: killed after {LIMIT} s (its limit; a hang?): "
+                 f"{' '.join(cmd)} on {' / '.join(key)}")
+
 
 def load_exclusions(path):
     out = {}
@@ -61,8 +73,8 @@ def main():
                             used.add(key)
                         continue
                     text = json.dumps(test["data"], ensure_ascii=(i % 2 == 0))
-                    r = subprocess.run([tool, "--json-schema", schema_path, "--check"],
-                                       input=text.encode("utf-8"), capture_output=True)
+                    r = check([tool, "--json-schema", schema_path, "--check"],
+                              text.encode("utf-8"), key)
                     if r.returncode == 0:
                         got = "accepted"
                     elif r.returncode == 1:

@@ -49,6 +49,20 @@ def ckpt(family, preset, seed=0, dtype="f32", shards=1, qat=None, sets=None):
     return _CACHE[key]
 
 
+# One command-line run of gen_checkpoint.py / fm_reference.py on a small model: seconds.
+# Past the limit it is killed and that test FAILs naming it (the other tests still run).
+CLI_LIMIT = 300
+
+
+def cli(cmd, **kw):
+    """subprocess.run(cmd, **kw), killed after CLI_LIMIT seconds (the test then fails)."""
+    try:
+        return subprocess.run(cmd, timeout=CLI_LIMIT, **kw)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("TIMEOUT: killed after %d s (its limit; a hang?): %s"
+                             % (CLI_LIMIT, " ".join(cmd))) from None
+
+
 def run_ref(d, tokens=TOKENS):
     cfg, W = ref.load_checkpoint(d)
     return ref.logits(cfg, W, tokens)
@@ -702,10 +716,10 @@ def determinism_and_seed():
 def cli_end_to_end():
     d = os.path.join(_TMP, "cli")
     py = sys.executable
-    r = subprocess.run([py, GEN, "--family", "afm7", "--preset", "small", "--out", d,
-                        "--seed", "4", "--dtype", "f16", "--shards", "2",
-                        "--set", "num_kv_reuse_layers=1", "--set", "rope_theta=20000"],
-                       capture_output=True, text=True)
+    r = cli([py, GEN, "--family", "afm7", "--preset", "small", "--out", d,
+             "--seed", "4", "--dtype", "f16", "--shards", "2",
+             "--set", "num_kv_reuse_layers=1", "--set", "rope_theta=20000"],
+            capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
@@ -713,14 +727,14 @@ def cli_end_to_end():
     assert cfg["torch_dtype"] == "float16"
     out = os.path.join(_TMP, "ref.npy")
     toks = "1,2,3,400,508,7,9"
-    r = subprocess.run([py, REF, d, "--tokens", toks, "--out", out],
-                       capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", toks, "--out", out],
+            capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     L = np.load(out)
     c2, W2 = ref.load_checkpoint(d)
     assert np.array_equal(L, ref.logits(c2, W2, [1, 2, 3, 400, 508, 7, 9]))
-    r = subprocess.run([py, REF, d, "--tokens", toks, "--compare", out],
-                       capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", toks, "--compare", out],
+            capture_output=True, text=True)
     assert r.returncode == 0 and "max_abs_diff=0 " in r.stdout and \
         "argmax_agree=7/7" in r.stdout, r.stdout + r.stderr
     # small noise: fails at rtol 1e-3, passes at rtol 0.02 with agreement 0.5
@@ -728,11 +742,11 @@ def cli_end_to_end():
     noisy = L + rng.normal(0, 0.01 * np.abs(L).max(), L.shape).astype(np.float32)
     got = os.path.join(_TMP, "got.npy")
     np.save(got, noisy)
-    r = subprocess.run([py, REF, d, "--tokens", toks, "--compare", got],
-                       capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", toks, "--compare", got],
+            capture_output=True, text=True)
     assert r.returncode == 1 and r.stdout.startswith("FAIL"), r.stdout
-    r = subprocess.run([py, REF, d, "--tokens", toks, "--compare", got, "--rtol",
-                        "0.1", "--min-argmax-agree", "0.5"], capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", toks, "--compare", got, "--rtol",
+             "0.1", "--min-argmax-agree", "0.5"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
     # argmax disagreement at one position fails without --min-argmax-agree
     bad = L.copy()
@@ -742,7 +756,7 @@ def cli_end_to_end():
     assert not ok and "argmax_agree=6/7" in line, line
     ok, _ = ref.compare(L, bad, rtol=10.0, min_argmax_agree=0.8)
     assert ok
-    r = subprocess.run([py, REF, d, "--tokens", "1,2,509"], capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", "1,2,509"], capture_output=True, text=True)
     assert r.returncode == 2  # token out of range
 
 
@@ -1201,18 +1215,18 @@ def vit_cli():
     x = os.path.join(_TMP, "img.npy")
     np.save(x, img)
     out = os.path.join(_TMP, "vit_tokens.npy")
-    r = subprocess.run([py, REF, d, "--image", x, "--out", out], capture_output=True, text=True)
+    r = cli([py, REF, d, "--image", x, "--out", out], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     T = np.load(out)
     assert np.array_equal(T, ref.vit(cfg, W, img))
-    r = subprocess.run([py, REF, d, "--image", x, "--compare", out], capture_output=True, text=True)
+    r = cli([py, REF, d, "--image", x, "--compare", out], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("PASS max_abs_diff=0 ") and \
         "argmax" not in r.stdout, r.stdout + r.stderr
     np.save(out, T * (1 + 1e-4))
-    r = subprocess.run([py, REF, d, "--image", x, "--compare", out, "--rtol", "1e-5"],
-                       capture_output=True, text=True)
+    r = cli([py, REF, d, "--image", x, "--compare", out, "--rtol", "1e-5"],
+            capture_output=True, text=True)
     assert r.returncode == 1 and r.stdout.startswith("FAIL"), r.stdout
-    r = subprocess.run([py, REF, d, "--tokens", "1,2"], capture_output=True, text=True)
+    r = cli([py, REF, d, "--tokens", "1,2"], capture_output=True, text=True)
     assert r.returncode == 2 and "exactly one --image" in r.stderr
     dv = ckpt("fm_vlm", "afm7-rw-tiny")
     cv, Wv = ref.load_checkpoint(dv)
@@ -1222,13 +1236,13 @@ def vit_cli():
                                                       dtype=np.uint8)).save(png)
     toks = vlm_prompt(9)
     out = os.path.join(_TMP, "vlm.npy")
-    r = subprocess.run([py, REF, dv, "--tokens", ",".join(map(str, toks)), "--image", png,
-                        "--out", out], capture_output=True, text=True)
+    r = cli([py, REF, dv, "--tokens", ",".join(map(str, toks)), "--image", png,
+             "--out", out], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     want = ref.logits(cv, Wv, toks, images=[ref.preprocess_image(cv["vision_config"], png)])
     assert np.array_equal(np.load(out), want)
-    r = subprocess.run([py, REF, dv, "--tokens", ",".join(map(str, toks))],
-                       capture_output=True, text=True)
+    r = cli([py, REF, dv, "--tokens", ",".join(map(str, toks))],
+            capture_output=True, text=True)
     assert r.returncode == 2 and "image placeholders" in r.stderr, r.stderr
 
 

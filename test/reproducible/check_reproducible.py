@@ -27,8 +27,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+# gen_checkpoint.py, or one fmc compile of a tiny model (under taskset on one core too):
+# seconds. A command past it is killed and the test fails naming it (a hang, not slowness:
+# generous for the sanitizer builds).
+LIMIT = 300
+
+
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        sys.exit("check_reproducible.py: TIMEOUT: killed after %d s (its limit; a hang?): %s"
+                 % (LIMIT, " ".join(cmd)))
     if p.returncode != 0:
         sys.exit("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout,
                                                    p.stderr))

@@ -13,6 +13,18 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GEN = os.path.join(ROOT, "examples", "gen_checkpoint.py")
+# gen_checkpoint.py of llama:tiny: a second or two. Past it the test fails naming it.
+LIMIT = 300
+
+
+def gen(out, *extra):
+    cmd = ["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny", "--out", out]
+    cmd += list(extra)
+    try:
+        subprocess.check_call(cmd, stdout=subprocess.DEVNULL, timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        sys.exit("make_bad.py: TIMEOUT: killed after %d s (its limit; a hang?): %s"
+                 % (LIMIT, " ".join(cmd)))
 
 
 def header(path):
@@ -34,8 +46,7 @@ def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     good = os.path.join(out, "good")
-    subprocess.check_call(["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny",
-                           "--out", good], stdout=subprocess.DEVNULL)
+    gen(good)
 
     def variant(name):
         d = os.path.join(out, name)
@@ -107,8 +118,7 @@ def main():
     # o_proj transposed where num_attention_heads * head_dim (128) is not
     # hidden_size (64): only the importer's own check names the config keys.
     wide = os.path.join(out, "wrong_o_proj")
-    subprocess.check_call(["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny",
-                           "--out", wide, "--set", "head_dim=32"], stdout=subprocess.DEVNULL)
+    gen(wide, "--set", "head_dim=32")
     st = os.path.join(wide, "model.safetensors")
     h, body = header(st)
     o = h["model.layers.0.self_attn.o_proj.weight"]

@@ -13,6 +13,10 @@ import re
 import subprocess
 import sys
 
+# One clang -fsyntax-only of one kernel's unit: well under a second. A hang fails the
+# test, naming the unit.
+LIMIT = 120
+
 
 def main():
     clang, work, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -28,10 +32,15 @@ def main():
             f.write(unit)
         # MSL has no double: its unsuffixed floating constants are float, as
         # with -cl-single-precision-constant.
-        p = subprocess.run([clang, "-x", "clcpp", "-cl-std=clc++2021",
-                            "-cl-single-precision-constant", "-fsyntax-only",
-                            "-Wno-unknown-attributes", "-I", stub, src],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cmd = [clang, "-x", "clcpp", "-cl-std=clc++2021", "-cl-single-precision-constant",
+               "-fsyntax-only", "-Wno-unknown-attributes", "-I", stub, src]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            sys.stdout.write("unit %d (%s): TIMEOUT: killed after %d s (its limit; a hang?): "
+                             "%s\n" % (i, name, LIMIT, " ".join(cmd)))
+            return 1
         if p.returncode != 0:
             sys.stdout.write("unit %d (%s): rejected\n%s" % (i, name, p.stdout))
             return 1

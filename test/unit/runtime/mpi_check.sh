@@ -19,10 +19,24 @@ mkdir -p "$work"
 fm_run=$build/bin/fm-run
 # The prompt of tracks_ref.npy (kTokens of test/unit/runtime/write_test_artifacts.cpp).
 tokens=3,17,0,39,5,5,22,11,8,1,30,2,14
-mpirun=(mpirun --allow-run-as-root --oversubscribe)
+# Time limits (a hang fails here in minutes, naming the command; generous for
+# the sanitizer builds): Open MPI aborts a job, every rank, after 300 s
+# (mpirun --timeout); one fm-run process gets 120 s (the model is tiny).
+mpirun=(mpirun --allow-run-as-root --oversubscribe --timeout 300)
 failures=0
 
-"$build/bin/fm-test-artifacts" track-models "$work" >/dev/null
+# limit SECONDS COMMAND...: COMMAND, killed after SECONDS with a message.
+limit() {
+  local seconds=$1 rc=0
+  shift
+  timeout --kill-after=10 "$seconds" "$@" || rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "mpi_check: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&2
+  fi
+  return $rc
+}
+
+limit 300 "$build/bin/fm-test-artifacts" track-models "$work" >/dev/null
 
 # compare A B RTOL: max |a - b| <= RTOL * (1 + |b|) over same-shaped .npy files.
 compare() {
@@ -67,7 +81,7 @@ check() { # NAME COMMAND...: runs a check, reports PASS/FAIL
 }
 
 # One process, the 1-rank model.
-"$fm_run" "$work/tracks_d1.fmb" --tokens $tokens --score \
+limit 120 "$fm_run" "$work/tracks_d1.fmb" --tokens $tokens --score \
   --logits-out "$work/d1.npy" --threads 2 >/dev/null
 check "1 process vs reference" compare "$work/d1.npy" "$work/tracks_ref.npy" 1e-4
 
@@ -84,7 +98,7 @@ for chunk in 0 1; do
 done
 
 # Generation: the same tokens, and the same logits rows.
-g1=$("$fm_run" "$work/tracks_d1.fmb" --tokens 1,2,3 --max-new-tokens 6 \
+g1=$(limit 120 "$fm_run" "$work/tracks_d1.fmb" --tokens 1,2,3 --max-new-tokens 6 \
   --logits-out "$work/g1.npy" --threads 1)
 g2=$("${mpirun[@]}" -np 2 "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3 \
   --max-new-tokens 6 --logits-out "$work/g2.npy" --threads 1 --stats)
@@ -121,7 +135,7 @@ expect_error "4 processes for 2 ranks" \
   "${mpirun[@]}" -np 4 "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3
 expect_error "1 process for 2 ranks" \
   "tracks_d2.fmb is partitioned over 2 ranks: run it on as many (mpirun -np 2)" \
-  "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3
+  limit 120 "$fm_run" "$work/tracks_d2.fmb" --tokens 1,2,3
 expect_error "2 processes for 1 rank" \
   "tracks_d1.fmb is partitioned over 1 rank but mpirun started 2 processes" \
   "${mpirun[@]}" -np 2 "$fm_run" "$work/tracks_d1.fmb" --tokens 1,2,3
