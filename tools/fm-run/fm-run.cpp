@@ -10,7 +10,7 @@
 #include "Guided.h"
 #include "Images.h"
 #include "LogitBias.h"
-#include "NumberOptions.h"
+#include "common/OptionChecks.h"
 #include "TextRun.h"
 
 #include "fm/adapter.h"
@@ -514,9 +514,9 @@ int main(int argc, char **argv) {
       ->take_all();
   app.add_flag("--no-special-tokens", text.noSpecialTokens,
                "--prompt: do not add the tokenizer's BOS/EOS to the prompt");
-  // Ranges are checked as the options are parsed (NumberOptions.h): a bad
+  // Ranges are checked as the options are parsed (common/OptionChecks.h): a bad
   // value is one line that names the option, the value and the range.
-  auto *maxNew = fmrun::checkInteger(
+  auto *maxNew = fm::cli::checkInteger(
       app.add_option("--max-new-tokens", args.maxNewTokens,
                      "tokens to generate, >= 0 (default 16 with --tokens, 256 "
                      "with text; 0: the prompt alone, e.g. for --logits-out of "
@@ -524,30 +524,30 @@ int main(int argc, char **argv) {
                      "model's context is full")
           ->default_val(16),
       0, INT64_MAX, "must be >= 0");
-  fmrun::checkInteger(
+  fm::cli::checkInteger(
       app.add_option("--threads", args.threads,
                      "kernel threads per process, >= 0 (0, the default: one "
                      "per core, shared by the ranks of an mpirun on one "
                      "machine); more than the machine's hardware threads "
                      "come down to them, with a warning"),
       0, INT32_MAX, "must be >= 0 (0: one per core)");
-  fmrun::checkReal(
+  fm::cli::checkReal(
       app.add_option("--temperature", args.temperature,
                      "sampling temperature, >= 0 (0: greedy)")
           ->default_val(0.0f),
       [](double t) { return t >= 0.0; }, "must be >= 0 (0: greedy)");
-  fmrun::checkInteger(
+  fm::cli::checkInteger(
       app.add_option("--top-k", args.topK,
                      "keep the K most likely tokens, >= 0 (0, or the "
                      "vocabulary size or more: all)")
           ->default_val(0),
       0, INT32_MAX, "must be >= 0 (0: all)");
-  fmrun::checkReal(
+  fm::cli::checkReal(
       app.add_option("--top-p", args.topP,
                      "nucleus probability mass, in (0, 1] (1: all)")
           ->default_val(1.0f),
       [](double p) { return p > 0.0 && p <= 1.0; }, "must be in (0, 1]");
-  fmrun::checkUint64(
+  fm::cli::checkUint64(
       app.add_option("--seed", args.seed,
                      "sampling seed, an integer in [0, 2^64 - 1]")
           ->default_val(0));
@@ -567,7 +567,7 @@ int main(int argc, char **argv) {
                  "write logits as float32 .npy: [tokens, vocab] with "
                  "--score, else the last prompt position and one row per "
                  "generated token");
-  fmrun::checkInteger(
+  fm::cli::checkInteger(
       app.add_option("--prefill-chunk", args.prefillChunk,
                      "process the prompt K tokens at a time, >= 0 (0, or more "
                      "than the program's max rows: its max rows, fmc compile "
@@ -604,7 +604,7 @@ int main(int argc, char **argv) {
                  "it, only artifacts signed by one of the given keys load "
                  "(checked before any generated code is loaded; add "
                  "--verify-hash to check the weights too)");
-  fmrun::checkMemorySize(app.add_option("--max-memory", args.maxMemory,
+  fm::cli::checkMemorySize(app.add_option("--max-memory", args.maxMemory,
                                         "refuse an artifact whose session "
                                         "would need more memory (KV caches, "
                                         "arena, weights a GPU copies): bytes "
@@ -674,7 +674,7 @@ int main(int argc, char **argv) {
                   " ranks, but this fm-run was built without MPI");
     }
   }
-  args.threads = fmrun::clampThreads(args.threads, !comm || comm->rank() == 0);
+  args.threads = fm::cli::clampThreads("fm-run", args.threads, !comm || comm->rank() == 0);
   int rc;
   if (fmrun::isTextMode(text)) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())

@@ -13,29 +13,6 @@
 
 namespace fm::cli {
 
-CLI::Option *checkCount(CLI::Option *option, int64_t min) {
-  return option->check(CLI::Validator(
-      [option, min](std::string &value) -> std::string {
-        // "--max-prefill 0: must be >= 1"
-        auto refuse = [&](const std::string &why) {
-          throw OptionValueError(option->get_name() + " " +
-                                 (value.empty() ? "''" : value) + ": " + why);
-        };
-        const std::string range = "must be >= " + std::to_string(min);
-        char *end = nullptr;
-        errno = 0;
-        const long long n = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0')
-          refuse("not an integer; " + range);
-        if (errno == ERANGE && value[0] != '-')
-          refuse("too large (at most 2^63 - 1)");
-        if (errno == ERANGE || n < min)
-          refuse(range);
-        return {};
-      },
-      "", "count"));
-}
-
 std::optional<int64_t> trainedContext(llvm::StringRef modelDir) {
   llvm::SmallString<256> path(modelDir);
   llvm::sys::path::append(path, "config.json");

@@ -1,5 +1,5 @@
-// fm-run's numeric option checks (NumberOptions.h).
-#include "NumberOptions.h"
+// The tools' option checks (OptionChecks.h).
+#include "common/OptionChecks.h"
 
 #include <cctype>
 #include <cerrno>
@@ -9,7 +9,7 @@
 #include <limits>
 #include <thread>
 
-namespace fmrun {
+namespace fm::cli {
 
 namespace {
 
@@ -54,6 +54,11 @@ CLI::Option *checkInteger(CLI::Option *option, int64_t min, int64_t max,
         return {};
       },
       "", "integer range"));
+}
+
+CLI::Option *checkCount(CLI::Option *option, int64_t min) {
+  return checkInteger(option, min, std::numeric_limits<int64_t>::max(),
+                      "must be >= " + std::to_string(min));
 }
 
 CLI::Option *checkReal(CLI::Option *option, std::function<bool(double)> ok,
@@ -125,16 +130,16 @@ CLI::Option *checkMemorySize(CLI::Option *option) {
       "", "memory size"));
 }
 
-int clampThreads(int threads, bool warn) {
+int clampThreads(const char *tool, int threads, bool warn) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (cores <= 0 || threads <= cores)
     return threads;
   if (warn)
     std::fprintf(stderr,
-                 "fm-run: warning: --threads %d: this machine has %d hardware "
+                 "%s: warning: --threads %d: this machine has %d hardware "
                  "threads; using %d\n",
-                 threads, cores, cores);
+                 tool, threads, cores, cores);
   return cores;
 }
 
-} // namespace fmrun
+} // namespace fm::cli

@@ -1,6 +1,7 @@
-// fm-run's numeric options: CLI11 checks whose refusal is one line naming the
-// option, the value given and the valid range ("--top-p 2: must be in (0, 1]"),
-// and the --threads clamp.
+// The tools' option checks (fmc, fm-run): CLI11 checks whose refusal is one
+// line naming the option, the value given and the valid range ("--top-p 2:
+// must be in (0, 1]"), and the --threads clamp. No LLVM: fm-run builds with
+// the runtime alone.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,7 @@
 #include <functional>
 #include <string>
 
-namespace fmrun {
+namespace fm::cli {
 
 /// A refused option value, thrown by the checks below. It is no
 /// CLI::ValidationError, so CLI11 neither catches it nor rewrites it as
@@ -28,6 +29,9 @@ public:
 CLI::Option *checkInteger(CLI::Option *option, int64_t min, int64_t max,
                           std::string range);
 
+/// An integer >= `min` (and <= 2^63 - 1): "must be >= min".
+CLI::Option *checkCount(CLI::Option *option, int64_t min);
+
 /// A finite number (as a float) for which `ok` holds; `range` says which,
 /// e.g. "must be in (0, 1]".
 CLI::Option *checkReal(CLI::Option *option, std::function<bool(double)> ok,
@@ -43,9 +47,9 @@ CLI::Option *checkUint64(CLI::Option *option);
 CLI::Option *checkMemorySize(CLI::Option *option);
 
 /// --threads past this machine's hardware threads comes down to them, with
-/// a one-line warning on stderr when `warn` (oversubscribing the cores only
-/// slows the kernels down, and command lines travel between machines);
-/// `threads` as it was where the count is unknown.
-int clampThreads(int threads, bool warn);
+/// a one-line warning on stderr naming `tool` when `warn` (oversubscribing
+/// the cores only slows the kernels down, and command lines travel between
+/// machines); `threads` as it was where the count is unknown.
+int clampThreads(const char *tool, int threads, bool warn);
 
-} // namespace fmrun
+} // namespace fm::cli
