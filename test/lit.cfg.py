@@ -10,6 +10,17 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs",
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fm_obj_root, "test")
 
+# Every test has a time limit, so that a hang fails that test in minutes
+# (lit needs psutil for it: scripts/install-deps.sh installs python3-psutil).
+# The slowest test takes ~20 s in a plain build; sanitizer builds run
+# everything ~3-10x slower.
+try:
+    import psutil  # noqa: F401
+except ImportError:
+    lit_config.fatal("python3-psutil is missing (scripts/install-deps.sh installs it): "
+                     "lit's per-test time limit needs it")
+lit_config.maxIndividualTestTime = 1200 if getattr(config, "fm_sanitize", "") else 300
+
 # `lit --param fm_run_dir=DIR`: the runtime's tools (fm-run, ...) from DIR ahead
 # of this build's, e.g. a sanitizer build's over this build's fmc
 # (scripts/check-sanitize.sh).
@@ -17,6 +28,13 @@ _fm_run_dir = lit_config.params.get("fm_run_dir")
 config.environment["PATH"] = os.pathsep.join(
     ([_fm_run_dir] if _fm_run_dir else []) +
     [config.fm_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# What the device and kernel choice read, passed to the tests as lit itself
+# sees them (lit passes few variables through): the Vulkan drivers asked for
+# (scripts/sanitize-env.sh hides them from most sanitizer stages) and the
+# kernels' ISA cap (runtime/kernels/isa.h).
+for _var in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "FM_MAX_CPU_ISA"):
+    if _var in os.environ:
+        config.environment[_var] = os.environ[_var]
 config.substitutions.append(("%fm_src", config.fm_src_root))
 config.substitutions.append(("%examples", os.path.join(config.fm_src_root, "examples")))
 config.substitutions.append(("%python", config.python_numpy))
@@ -73,18 +91,87 @@ if os.access(os.path.join(config.fm_tools_dir, "fm_cuda_test"), os.X_OK):
 # clang (LLVM's, beside FileCheck) checks the MSL as C++ for OpenCL.
 config.substitutions.append(("%clang", os.path.join(config.llvm_tools_dir, "clang")))
 import subprocess
+# fm-run --list-devices decides whether the Vulkan e2e tests run: a fm-run
+# that fails here (a crash, a sanitizer report) must fail the suite, not
+# leave those tests silently unsupported.
+_fm_run = os.path.join(config.fm_tools_dir, "fm-run")
 try:
-    _devices = subprocess.run([os.path.join(config.fm_tools_dir, "fm-run"), "--list-devices"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              timeout=60).stdout
-except OSError:
-    _devices = ""
+    _listed = subprocess.run([_fm_run, "--list-devices"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=60)
 except subprocess.TimeoutExpired:
-    lit_config.note("fm-run --list-devices was killed after 60 s (a hang?): no Vulkan device")
-    _devices = ""
+    lit_config.fatal("fm-run --list-devices was killed after 60 s (a hang?)")
+except OSError as e:
+    lit_config.fatal("cannot run %s --list-devices: %s" % (_fm_run, e))
+if _listed.returncode != 0:
+    lit_config.fatal("fm-run --list-devices failed (exit %d):\n%s" %
+                     (_listed.returncode, _listed.stderr[-4000:]))
+_devices = _listed.stdout
 if any(l.split()[:2] in (["vulkan", "present"], ["vulkan", "software"])
        for l in _devices.splitlines()):
     config.available_features.add("vulkan-device")
 else:
     lit_config.note("no Vulkan device in fm-run (libvulkan, glslc, mesa-vulkan-drivers): "
                     "the Vulkan e2e tests are skipped")
+
+# What this machine's devices can be, from facts fmc does not decide (which
+# drivers are installed or asked for), for e2e/device.test's fm-run
+# --list-devices: a state outside these fails the test.
+#   cuda: not built (no CUDA toolkit at build time), absent (no libcuda.so.1)
+#         or present;
+#   vulkan: not built (no libvulkan-dev/glslc at build time), absent (no
+#         driver: none installed, or VK_ICD_FILENAMES points at none),
+#         software (Mesa's lavapipe) or present (a GPU's driver and a
+#         /dev/dri render node).
+import ctypes
+import glob
+
+
+def _cuda_state():
+    if "cuda-device-test" not in config.available_features:
+        return "not built"
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return "present"
+    except OSError:
+        return "absent"
+
+
+def _vulkan_states():
+    if "vulkan-kernels" not in config.available_features:
+        return ["not built"]
+    icds = os.environ.get("VK_ICD_FILENAMES") or os.environ.get("VK_DRIVER_FILES")
+    if icds:
+        files = [f for f in icds.split(os.pathsep) if os.path.isfile(f)]
+    else:
+        files = glob.glob("/usr/share/vulkan/icd.d/*.json") + \
+            glob.glob("/etc/vulkan/icd.d/*.json")
+    states = []
+    if any(os.path.basename(f).startswith("lvp_icd") for f in files):
+        states.append("software")
+    if any(not os.path.basename(f).startswith("lvp_icd") for f in files) and \
+            glob.glob("/dev/dri/renderD*"):
+        states.append("present")
+    return states or ["absent"]
+
+
+config.substitutions.append(("%{cuda_state}", _cuda_state()))
+config.substitutions.append(("%{vulkan_states}", "|".join(_vulkan_states())))
+
+# The activations fm-run's default takes for a w2 group-32 model's prefill
+# GEMMs (e2e/activations.test): int11 where the CPU has AMX (its flags in
+# /proc/cpuinfo) and FM_MAX_CPU_ISA does not cap the kernels below it, int8x2
+# elsewhere.
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+_amx = {"amx_tile", "amx_int8"} <= _cpu_flags() and \
+    os.environ.get("FM_MAX_CPU_ISA", "amx") in ("", "amx")
+config.substitutions.append(("%{int11_default}", "int11" if _amx else "int8x2"))
