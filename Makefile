@@ -23,7 +23,7 @@ configure: $(BUILD)/build.ninja
 build: deps configure
 	ninja -C $(BUILD) -j$(JOBS)
 
-# SANITIZE=1 adds the sanitizer runs to check (measured: README); .ci/run
+# SANITIZE=1 adds the sanitizer runs to check (measured: docs/ci.md); .ci/run
 # runs check, then check-sanitize.
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -19,7 +19,7 @@
 # report fails its test (scripts/sanitize-env.sh); the only suppressions
 # are the MPI stage's, of Open MPI's own leaks (scripts/lsan-openmpi.supp).
 #
-# Sized by measurement (the README has the numbers): both builds at -O1
+# Sized by measurement (docs/ci.md has the numbers): both builds at -O1
 # (cmake/FmSanitize.cmake), built side by side so that neither core idles
 # in the other's links; only what the stages below run is built (not the
 # benchmarks, nor the NEON cross-builds); the tests two at a time;

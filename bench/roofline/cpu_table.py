@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's CPU table: decode and prefill of issue #16's 2.9B llama at
+"""The CPU table of docs/benchmarks.md: decode and prefill of issue #16's 2.9B llama at
 f16/w8/w4/w2 x 1/2 threads, beside this machine's read bandwidth and
 oneDNN's s8s8s32 GEMM peak, all measured in one run.
 

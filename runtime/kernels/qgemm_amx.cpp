@@ -21,7 +21,7 @@
 // any group) take rangeG32 instead: signed quants and accumulators held in
 // registers. Its gain, as w4 g32 / w2 g64 in one fm-gemm-yardstick run at
 // 2 threads (M 64): 0.49-0.50 -> 0.61-0.83 for int8x2 x, 0.44-0.52 -> 0.89-0.94 for int8 x
-// (README, "CPU table"); the fraction of oneDNN above is the other paths'.
+// (docs/benchmarks.md, "CPU table"); the fraction of oneDNN above is the other paths'.
 #include "kernels/qgemm_prepare.h"
 #include "kernels/qgemm_x86.h"
 

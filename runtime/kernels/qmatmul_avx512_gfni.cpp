@@ -3,7 +3,7 @@
 // 4-bit plane above the lowest taken out of the weight bytes by one
 // vgf2p8affineqb rather than a shift and a mask, which leaves 20 of the
 // 2-bit int8x2 step's 23 vector operations (and 13 of the 4-bit one's 14)
-// to share ports 0 and 5 with the memory stream (README, Benchmarks).
+// to share ports 0 and 5 with the memory stream (docs/benchmarks.md).
 #include "kernels/qmatmul_avx512_v.h"
 
 namespace fm::kernels::qdetail {
