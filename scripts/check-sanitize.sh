@@ -113,11 +113,15 @@ VULKAN_LIT='fm :: (gpu/.*|e2e/device\.test)$'
 stage lit "${LIT[@]}" -sv -j"$JOBS" --filter-out "fm :: e2e/[^ ]*_mpi\.test|$VULKAN_LIT" "$ASAN_BUILD/test"
 lit_done=$(date +%s)
 # The processes that load a Vulkan driver (Mesa's lavapipe: the ctest label
-# `vulkan`, lit's gpu/ and device.test), with the Vulkan loader's
-# suppressions and the slow unwinder that reaches its frames
-# (scripts/lsan-vulkan.supp: a driver's own leak, on AMD Zen).
-vulkan_env=(env -u VK_ICD_FILENAMES "${FM_VULKAN_SANITIZE_ENV[@]}")
-stage vulkan "${vulkan_env[@]}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" -L '^vulkan$'
+# `vulkan`, lit's gpu/ and device.test), with the driver preloaded and its
+# suppressions (scripts/sanitize-env.sh: a driver's own blocks, such as the
+# one lavapipe keeps on AMD Zen). lit.gpu is ctest's name for the lit run
+# below.
+[ -n "$FM_LAVAPIPE_ICD" ] || { echo "check-sanitize: no lavapipe ICD (mesa-vulkan-drivers)" >&2; exit 1; }
+mapfile -t vulkan_vars < <(fm_vulkan_sanitize_env "$FM_LAVAPIPE_ICD")
+vulkan_env=(env "${vulkan_vars[@]}")
+stage vulkan "${vulkan_env[@]}" ctest --test-dir "$ASAN_BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
+  -L '^vulkan$' -E '^lit\.gpu$'
 stage vulkan-lit "${vulkan_env[@]}" "${LIT[@]}" -sv -j"$JOBS" --filter "$VULKAN_LIT" "$ASAN_BUILD/test"
 vulkan_done=$(date +%s)
 # The MPI runs (runtime.mpi, runtime.mpi.cuda-nccl, lit's e2e/*_mpi.test: mpirun starts this

@@ -13,12 +13,28 @@ export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1
 FM_SANITIZE_COMPILERS=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
 # The processes that load a Vulkan driver (check-sanitize.sh's vulkan
 # stage: the ctest label `vulkan`, lit's gpu/ and e2e/device.test) run with
-# the slow unwinder and the Vulkan loader's suppressions
-# (scripts/lsan-vulkan.supp says why); every other stage runs with no
-# Vulkan driver visible (FM_NO_VULKAN_DRIVER_ENV: the loader finds none), so
-# that a process that does not need a device never loads one.
+# that driver preloaded (fm_vulkan_sanitize_env ICD_JSON): the Vulkan loader
+# unloads its drivers in vkDestroyInstance, and a block a driver keeps in a
+# static of its own is then unreachable at exit and reported as a leak "in
+# an unloaded module" (Mesa 22.3's lavapipe on AMD Zen: util_cpu_detect's
+# 128-byte L3 affinity mask). Preloaded, the driver stays mapped for the
+# process's life, as its statics do, so LeakSanitizer sees what points at
+# such a block, and frames in the driver keep their module's name for
+# scripts/lsan-vulkan.supp. Every other stage runs with no Vulkan driver
+# visible (FM_NO_VULKAN_DRIVER_ENV: the loader finds none), so that a
+# process that does not need a device never loads one.
 _fm_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-FM_VULKAN_SANITIZE_ENV=(ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
-                        LSAN_OPTIONS="suppressions=$_fm_src/scripts/lsan-vulkan.supp")
 FM_NO_VULKAN_DRIVER_ENV=(VK_ICD_FILENAMES=/nonexistent/fm-no-vulkan-driver.json)
+# fm_vulkan_sanitize_env ICD_JSON: the variables (one per line) for
+# processes that load the driver ICD_JSON names (VK_ICD_FILENAMES too).
+fm_vulkan_sanitize_env() {
+  local lib
+  lib=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ICD"]["library_path"])' "$1") ||
+    { echo "sanitize-env: cannot read the Vulkan driver manifest $1" >&2; return 1; }
+  printf '%s\n' "VK_ICD_FILENAMES=$1" "LD_PRELOAD=$lib" \
+    "LSAN_OPTIONS=suppressions=$_FM_SRC_ROOT/scripts/lsan-vulkan.supp"
+}
+_FM_SRC_ROOT=$_fm_src
+# The lavapipe driver CI machines have (mesa-vulkan-drivers).
+FM_LAVAPIPE_ICD=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -1)
 unset _fm_src
