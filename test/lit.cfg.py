@@ -110,8 +110,11 @@ if any(l.split()[:2] in (["vulkan", "present"], ["vulkan", "software"])
        for l in _devices.splitlines()):
     config.available_features.add("vulkan-device")
 else:
-    lit_config.note("no Vulkan device in fm-run (libvulkan, glslc, mesa-vulkan-drivers): "
-                    "the Vulkan e2e tests are skipped")
+    lit_config.note("no Vulkan device in fm-run here%s: the Vulkan e2e tests are unsupported "
+                    "(test/lit_checked.py fails any that run)" %
+                    (" (VK_ICD_FILENAMES=%s)" % os.environ["VK_ICD_FILENAMES"]
+                     if os.environ.get("VK_ICD_FILENAMES") else
+                     " (libvulkan-dev, glslc and mesa-vulkan-drivers give one)"))
 
 # What this machine's devices can be, from facts fmc does not decide (which
 # drivers are installed or asked for), for e2e/device.test's fm-run
