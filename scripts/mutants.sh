@@ -24,8 +24,9 @@
 # (counted). TARGETS (ninja targets, default all) rebuilds only those, and
 # ONLY_FIRST=1 runs FIRST alone: a mutant that survives it is reported
 # "SURVIVED FIRST" (not the whole suite's verdict), for a quick pass over a
-# subset. The suite runs without mutants.list (below), which any applied
-# mutant would fail.
+# subset. LIST (a file in the format of scripts/mutants.txt, default that
+# file) runs another list, e.g. the lines a change touched. The suite runs
+# without mutants.list (below), which any applied mutant would fail.
 #
 # --check-list modifies nothing and needs no build: every line of the list
 # (blank lines and # comments aside) must have the 4 fields, its FILE must
@@ -164,7 +165,7 @@ while IFS= read -r line <&3; do
   fi
   printf '%-9s %-40s %s\n' "${result%% *}" "$file" "$what: ${result#* }"
   restore
-done 3< "$SRC/scripts/mutants.txt"
+done 3< "${LIST:-$SRC/scripts/mutants.txt}"
 # The restored sources, rebuilt, so that BUILD matches the tree again.
 flock "$LOCK" ninja -C "$BUILD" -j"${JOBS:-2}" ${TARGETS:-} > /dev/null
 echo "mutants: $killed killed, $survived survived$([ $broken -gt 0 ] && echo ", $broken not applicable")$([ $unrun -gt 0 ] && echo ", $unrun not run (STOP_AT)")"

@@ -157,6 +157,13 @@ def _vulkan_states():
     return states or ["absent"]
 
 
+# A Vulkan driver that aborts the process that loads it (test/icd), for
+# e2e/device_probe.test.
+_trap_icd = os.path.join(config.fm_obj_root, "test", "icd", "fm_trap_icd.json")
+if os.path.isfile(_trap_icd):
+    config.available_features.add("trap-icd")
+    config.substitutions.append(("%{trap_icd}", _trap_icd))
+
 config.substitutions.append(("%{cuda_state}", _cuda_state()))
 config.substitutions.append(("%{vulkan_states}", "|".join(_vulkan_states())))
 

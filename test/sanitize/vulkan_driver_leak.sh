@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Vulkan driver's own leak under ASan, on any CPU: test/sanitize/leaky_icd.c
+# A Vulkan driver's own leak under ASan, on any CPU: test/icd/test_icd.c (fm_leaky_icd)
 # keeps a block in a static the way Mesa's lavapipe does on AMD Zen (the
 # leak that failed check-sanitize there), and the Vulkan loader unloads it.
 #   1. With the sanitizer run's default options, fm-run --list-devices (it

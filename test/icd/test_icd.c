@@ -1,14 +1,21 @@
-// A Vulkan driver (ICD) that holds a heap block the way Mesa 22.3's lavapipe
-// does on AMD Zen CPUs: its first vkEnumeratePhysicalDevices stores a
-// 128-byte block (util_cpu_detect's L3 affinity mask) in a static, never
-// freed. The block is reachable while the driver is loaded; once the Vulkan
-// loader unloads the driver (vkDestroyInstance) nothing points at it, and
-// LeakSanitizer reports a leak "in an unloaded module". Built without frame
-// pointers, as Debian builds Mesa, so that ASan's fast unwinder stops inside
-// it. It reports no physical devices. Used by vulkan_driver_leak.sh only.
+// A Vulkan driver (ICD) for tests, in two builds (test/icd/CMakeLists.txt):
+//
+// fm_leaky_icd holds a heap block the way Mesa 22.3's lavapipe does on AMD
+// Zen CPUs: its first vkEnumeratePhysicalDevices stores a 128-byte block
+// (util_cpu_detect's L3 affinity mask) in a static, never freed. The block
+// is reachable while the driver is loaded; once the Vulkan loader unloads
+// the driver (vkDestroyInstance) nothing points at it, and LeakSanitizer
+// reports a leak "in an unloaded module". Built without frame pointers, as
+// Debian builds Mesa, so that ASan's fast unwinder stops inside it. It
+// reports no physical devices (test/sanitize/vulkan_driver_leak.sh).
+//
+// fm_trap_icd (FM_TEST_ICD_TRAP) aborts the process the moment the loader
+// loads it: a process that must not load a Vulkan driver proves it did not
+// (e2e/device_probe.test).
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #define ICD_EXPORT __attribute__((visibility("default")))
@@ -80,6 +87,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL enumerateVersion(uint32_t *version) {
 }
 
 ICD_EXPORT VKAPI_ATTR VkResult VKAPI_CALL vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t *version) {
+#if defined(FM_TEST_ICD_TRAP)
+  static const char kMessage[] = "fm_trap_icd: a Vulkan driver was loaded\n";
+  (void)!write(2, kMessage, sizeof(kMessage) - 1);
+  abort();
+#endif
   if (*version > 5)
     *version = 5;
   return VK_SUCCESS;
