@@ -41,20 +41,10 @@ pt_moe|pt_moe|--max-prefill 8|1e-3|1e-4
 qwen2_moe|qwen2_moe|--max-prefill 8|1e-3|1e-4
 mixtral-w4|mixtral|--max-prefill 32 --quant w4||2e-2"
 
-# limit SECONDS COMMAND...: COMMAND, killed after SECONDS (a hang ends that
-# step in minutes instead of the GPU machine's whole lease), said on the
-# script's stderr (fd 3) whatever the call redirects. fmc compile and the
-# CUDA test binary get 300 s, one fm-run 120 s (tiny models: seconds each).
-exec 3>&2
-limit() {
-  local seconds=$1 rc=0
-  shift
-  timeout --kill-after=10 "$seconds" "$@" || rc=$?
-  if [ $rc = 124 ] || [ $rc = 137 ]; then
-    echo "check-cuda: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
-  fi
-  return $rc
-}
+# fmc compile and the CUDA test binary get 300 s, one fm-run 120 s (tiny
+# models: seconds each).
+LIMIT_WHO=check-cuda
+source "$ROOT/scripts/time-limit.sh"
 
 bundle_binary() { # BIN OUT: the binary (its symbol table stripped: bytes
   # count against the carry limit) and every library it loads into OUT/lib

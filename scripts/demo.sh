@@ -12,21 +12,11 @@ WORK=$BUILD/demo
 mkdir -p "$WORK"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-# limit SECONDS COMMAND...: COMMAND, killed after SECONDS with a message (a
-# hang ends the demo instead of stalling it; --foreground: Ctrl-C still
-# reaches it). fmc gets 300 s, fm-run 120 s, an mpirun job 300 s (its own
-# --timeout); each takes seconds. The message goes to the script's stderr
-# (fd 3) whatever the call redirects.
-exec 3>&2
-limit() {
-  local seconds=$1 rc=0
-  shift
-  timeout --foreground --kill-after=10 "$seconds" "$@" || rc=$?
-  if [ $rc = 124 ] || [ $rc = 137 ]; then
-    echo "demo: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
-  fi
-  return $rc
-}
+# limit SECONDS COMMAND... (scripts/time-limit.sh; in the foreground, so
+# that Ctrl-C still reaches it): fmc gets 300 s, fm-run 120 s, an mpirun job
+# 300 s (its own --timeout); each takes seconds.
+LIMIT_WHO=demo LIMIT_FOREGROUND=1
+source scripts/time-limit.sh
 
 step "checkpoint: examples/gen_checkpoint.py --family afm7 --preset tiny"
 /usr/bin/python3 examples/gen_checkpoint.py --family afm7 --preset tiny --out "$WORK/afm7" --seed 7

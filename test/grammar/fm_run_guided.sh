@@ -12,20 +12,10 @@ set -euo pipefail
 fmrun="$1" fmgrammar="$2" make="$3" kernels="$4" tok="$5" work="$6" python="$7" schemas="$8"
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$work"
-# limit SECONDS COMMAND...: COMMAND, killed after SECONDS (a hang fails the test in minutes,
-# naming it on the script's stderr even where the command's own is redirected). Generous for
-# the sanitizer run: one fm-run 120 s (this is a tiny model, ~0.5 s here), fm-grammar --check
-# 60 s, building the model or a python3 validation 300 s.
-exec 3>&2
-limit() {
-  local seconds=$1 rc=0
-  shift
-  timeout --kill-after=10 "$seconds" "$@" || rc=$?
-  if [ $rc = 124 ] || [ $rc = 137 ]; then
-    echo "fm_run_guided.sh: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&3
-  fi
-  return $rc
-}
+# limit SECONDS COMMAND... (scripts/time-limit.sh). Generous for the
+# sanitizer run: one fm-run 120 s (this is a tiny model, ~0.5 s here),
+# fm-grammar --check 60 s, building the model or a python3 validation 300 s.
+source "$here/../../scripts/time-limit.sh"
 model="$work/qwen-width.fmb"
 # 151936: Qwen3's embedding width, past the tokenizer's 151669 ids (padding never generated).
 limit 300 "$make" 151936 "$kernels" "$model"

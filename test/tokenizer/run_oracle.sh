@@ -11,16 +11,9 @@ CHECK=$1
 WORK=$2
 shift 2
 DATA=$("$SRC/scripts/fetch-test-data.sh" "${FM_TEST_DATA:-$HOME/.cache/fmc/test-data}")
-# limit COMMAND...: COMMAND, killed after 300 s (a hang fails the test in minutes, named;
-# the oracle and the check take a few seconds a tokenizer, more under the sanitizers).
-limit() {
-  local rc=0
-  timeout --kill-after=10 300 "$@" || rc=$?
-  if [ $rc = 124 ] || [ $rc = 137 ]; then
-    echo "run_oracle.sh: TIMEOUT: killed after 300 s (its limit; a hang?): $*" >&2
-  fi
-  return $rc
-}
+# limit SECONDS COMMAND... (scripts/time-limit.sh): the oracle and the check
+# take a few seconds a tokenizer, more under the sanitizers: 300 s each.
+source "$SRC/scripts/time-limit.sh"
 MAIN="$DATA/lenml-tokenizers-3.7.2/package/dist/main.js"
 CORPORA=(normalization emoji wordbreak prose edge)
 
@@ -39,8 +32,8 @@ status=0
 for entry in "${ALL[@]}"; do
   read -r name kind dir <<<"$entry"
   if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
-  limit node "$SRC/test/tokenizer/oracle.js" "$MAIN" "$dir" "$WORK/corpus" \
+  limit 300 node "$SRC/test/tokenizer/oracle.js" "$MAIN" "$dir" "$WORK/corpus" \
     "$WORK/expected/$name" "${CORPORA[@]}"
-  limit "$CHECK" "$name" "$kind" "$dir" "$WORK/corpus" "$WORK/expected" "${CORPORA[@]}" || status=1
+  limit 300 "$CHECK" "$name" "$kind" "$dir" "$WORK/corpus" "$WORK/expected" "${CORPORA[@]}" || status=1
 done
 exit $status

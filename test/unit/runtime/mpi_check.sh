@@ -25,16 +25,9 @@ tokens=3,17,0,39,5,5,22,11,8,1,30,2,14
 mpirun=(mpirun --allow-run-as-root --oversubscribe --timeout 300)
 failures=0
 
-# limit SECONDS COMMAND...: COMMAND, killed after SECONDS with a message.
-limit() {
-  local seconds=$1 rc=0
-  shift
-  timeout --kill-after=10 "$seconds" "$@" || rc=$?
-  if [ $rc = 124 ] || [ $rc = 137 ]; then
-    echo "mpi_check: TIMEOUT: killed after $seconds s (its limit; a hang?): $*" >&2
-  fi
-  return $rc
-}
+# limit SECONDS COMMAND... (scripts/time-limit.sh).
+LIMIT_WHO=mpi_check
+source "$(dirname "$0")/../../../scripts/time-limit.sh"
 
 limit 300 "$build/bin/fm-test-artifacts" track-models "$work" >/dev/null
 
