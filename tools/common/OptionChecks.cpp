@@ -130,6 +130,21 @@ CLI::Option *checkMemorySize(CLI::Option *option) {
       "", "memory size"));
 }
 
+std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv,
+                                    const char *tool, int errorCode) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return errorCode < 0 ? e.get_exit_code() : errorCode;
+  }
+  return std::nullopt;
+}
+
 int clampThreads(const char *tool, int threads, bool warn) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (cores <= 0 || threads <= cores)

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace fm::cli {
@@ -45,6 +46,13 @@ CLI::Option *checkUint64(CLI::Option *option);
 /// (1024-based, B and iB allowed: 512M, 1.5GiB). The option then holds the
 /// byte count.
 CLI::Option *checkMemorySize(CLI::Option *option);
+
+/// Parses the command line into `app`. --help: the help, and its exit code.
+/// A bad command line: one line on stderr, "TOOL: error: MESSAGE", and
+/// `errorCode`, or CLI11's own code (105 a bad value, 106 a missing one)
+/// where `errorCode` < 0. Nothing once the command line is parsed.
+std::optional<int> parseCommandLine(CLI::App &app, int argc, char **argv,
+                                    const char *tool, int errorCode = -1);
 
 /// --threads past this machine's hardware threads comes down to them, with
 /// a one-line warning on stderr naming `tool` when `warn` (oversubscribing

@@ -640,15 +640,8 @@ int main(int argc, char **argv) {
                  "before a --json-schema/--grammar/--regex/--tools constraint "
                  "masks them); repeatable, as llama.cpp's --logit-bias")
       ->allow_extra_args(false);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return fail(e.what());
-  }
+  if (auto code = fm::cli::parseCommandLine(app, argc, argv, "fm-run", 1))
+    return *code;
 
   if (args.model.empty() && !args.listDevices)
     return fail("model: the .fmb artifact to run is required (--help)");

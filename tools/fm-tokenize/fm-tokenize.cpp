@@ -6,6 +6,8 @@
 #include "fm/format.h"
 #include "fm/tokenizer.h"
 
+#include "common/OptionChecks.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -71,17 +73,8 @@ int main(int argc, char **argv) {
                "add the post-processor's special tokens (BOS/EOS) when "
                "encoding")
       ->excludes(decodeFlag); // --decode writes the ids as they are
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    // One line, as the other errors; CLI11's exit codes.
-    fail(e.what());
-    return e.get_exit_code();
-  }
+  if (auto code = fm::cli::parseCommandLine(app, argc, argv, "fm-tokenize"))
+    return *code;
 
   fm::Expected<fm::Tokenizer> tokenizer = openTokenizer(path);
   if (!tokenizer)

@@ -188,17 +188,8 @@ int main(int argc, char **argv) {
                          "write the signature as a .minisig file (for "
                          "minisign -V -x)");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    // One line, as fmc's other errors; CLI11's exit codes (105: a bad value).
-    llvm::WithColor::error(llvm::errs(), "fmc") << e.what() << "\n";
-    return e.get_exit_code();
-  }
+  if (auto code = fm::cli::parseCommandLine(app, argc, argv, "fmc"))
+    return *code;
   imp.contextGiven = importContext->count() > 0;
   comp.contextGiven = compileContext->count() > 0;
   comp.maxPrefillGiven = maxPrefill->count() > 0;
