@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package fmc needs to build, test and benchmark.
 # Idempotent: does nothing (and prints nothing) when all packages are present.
+#   install-deps.sh          what the compiler, runtime and tests need
+#   install-deps.sh --train  also PyTorch (CPU) and python3-regex, for the
+#                            training recipe in examples/train only
 set -euo pipefail
 
 PACKAGES=(
@@ -18,7 +21,15 @@ PACKAGES=(
   libdnnl-dev
   mesa-vulkan-drivers libvulkan-dev vulkan-validationlayers glslc spirv-tools
   spirv-cross libspirv-cross-c-shared-dev
+  python3.11-doc
 )
+# python3.11-doc: the trained models' corpus (examples/train/corpus.py); the
+# perplexity tests rebuild its test split from it.
+case "${1:-}" in
+  --train) PACKAGES+=(python3-torch python3-regex) ;;
+  "") ;;
+  *) echo "install-deps: unknown option '$1' (only --train)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

