@@ -463,6 +463,23 @@ Expected<Tokenizer> Model::tokenizer() const {
   return *impl_->tokenizer;
 }
 
+std::string Model::tokenizerDigest() const {
+  const fa::TokenizerFiles *t = impl_->artifact->root().tokenizer();
+  if (!t)
+    return {};
+  format::Hasher hasher;
+  for (const flatbuffers::String *file : {t->tokenizer_json(), t->config_json()}) {
+    const uint64_t size = file ? file->size() : 0;
+    uint8_t length[8];
+    for (int i = 0; i < 8; ++i)
+      length[i] = uint8_t(size >> (8 * i));
+    hasher.update(length, sizeof(length));
+    if (size)
+      hasher.update(file->data(), size);
+  }
+  return format::hex(hasher.finish());
+}
+
 const std::string &Model::signedBy() const { return impl_->signedBy; }
 uint64_t Model::sessionBytes() const { return impl_->sessionBytes; }
 uint64_t Model::copiedWeightBytes() const { return impl_->copiedWeights; }

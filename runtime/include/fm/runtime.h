@@ -207,6 +207,11 @@ public:
   /// The artifact's tokenizer, parsed on the first call and then shared
   /// (thread-safe); an error naming the file when the artifact has none.
   Expected<Tokenizer> tokenizer() const;
+  /// BLAKE2b-256 (64 hex digits) of the embedded tokenizer.json and
+  /// tokenizer_config.json, each prefixed by its length; "" without a
+  /// tokenizer. Two artifacts tokenize alike when these are equal
+  /// (fm::perplexity checks a KL base with it).
+  std::string tokenizerDigest() const;
   /// Token ids that end a generation (EOS of tokenizer_config.json,
   /// config.json and generation_config.json, as fmc compile found them);
   /// empty without a tokenizer.
