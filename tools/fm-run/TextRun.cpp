@@ -89,47 +89,49 @@ bool readFile(const std::string &path, std::string *out) {
 
 } // namespace
 
-std::string loadForText(const TextArgs &args, fm::Communicator *comm,
-                        Loaded *out) {
-  const int ranks = comm ? comm->size() : 1;
-  auto t0 = std::chrono::steady_clock::now();
+std::string loadModel(const TextArgs &args, const std::string &path,
+                      bool leader, std::shared_ptr<fm::Model> *out) {
   fm::LoadOptions loadOptions;
   loadOptions.verifyHash = args.verifyHash;
   loadOptions.device = args.device;
   loadOptions.cudaGraphs = args.cudaGraphs;
   loadOptions.maxMemoryBytes = args.maxMemory;
-  for (const std::string &path : args.trustedKeys) {
+  for (const std::string &key : args.trustedKeys) {
     std::string text;
-    if (!readFile(path, &text))
-      return "--trusted-key: " + path + ": cannot read it";
+    if (!readFile(key, &text))
+      return "--trusted-key: " + key + ": cannot read it";
     // Checked here too, so that a bad key's message names its file.
-    if (auto key = fm::minisign::parsePublicKey(text, path); !key)
-      return "--trusted-key: " + key.message();
+    if (auto parsed = fm::minisign::parsePublicKey(text, key); !parsed)
+      return "--trusted-key: " + parsed.message();
     loadOptions.trustedKeys.push_back(text);
   }
-  auto loaded = fm::Model::load(args.model, loadOptions);
+  auto loaded = fm::Model::load(path, loadOptions);
   if (!loaded)
     return loaded.message();
-  out->model = *loaded;
-  const bool leader = !comm || comm->rank() == 0;
+  *out = *loaded;
+  const fm::Model &model = **out;
   if (leader)
-    std::fprintf(stderr, "fm-run: device %s%s: %s\n",
-                 out->model->device().c_str(),
+    std::fprintf(stderr, "fm-run: device %s%s: %s\n", model.device().c_str(),
                  args.device.empty() ? " (default)" : "",
-                 out->model->deviceDescription().c_str());
-  if (leader && !out->model->signedBy().empty())
+                 model.deviceDescription().c_str());
+  if (leader && !model.signedBy().empty())
     std::fprintf(stderr, "fm-run: signed by trusted key %s\n",
-                 out->model->signedBy().c_str());
-  // Parse the tokenizer now: an artifact without one fails before the
-  // session is built.
-  auto tokenizer = out->model->tokenizer();
-  if (!tokenizer)
-    return tokenizer.message() + "; fm-run --tokens takes ids";
+                 model.signedBy().c_str());
+  return {};
+}
+
+std::string makeSession(const TextArgs &args,
+                        const std::shared_ptr<fm::Model> &model,
+                        const std::vector<std::string> &adapters,
+                        fm::Communicator *comm,
+                        std::unique_ptr<fm::Session> *out) {
+  const int ranks = comm ? comm->size() : 1;
+  const bool leader = !comm || comm->rank() == 0;
   fm::SessionOptions sessionOptions;
-  if (auto adapters = loadAdapters(out->model, args.adapters, leader); adapters)
-    sessionOptions.adapters = std::move(*adapters);
+  if (auto loaded = loadAdapters(model, adapters, leader); loaded)
+    sessionOptions.adapters = std::move(*loaded);
   else
-    return adapters.message();
+    return loaded.message();
   sessionOptions.activations = activationsOf(args.activations);
   sessionOptions.threads = args.threads;
   if (args.threads == 0 && ranks > 1)
@@ -137,9 +139,26 @@ std::string loadForText(const TextArgs &args, fm::Communicator *comm,
         std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                         std::max(1, localRanks()));
   sessionOptions.communicator = comm;
-  out->session = std::make_unique<fm::Session>(out->model, sessionOptions);
-  if (!out->session->status())
-    return out->session->status().message();
+  *out = std::make_unique<fm::Session>(model, sessionOptions);
+  if (!(*out)->status())
+    return (*out)->status().message();
+  return {};
+}
+
+std::string loadForText(const TextArgs &args, fm::Communicator *comm,
+                        Loaded *out) {
+  auto t0 = std::chrono::steady_clock::now();
+  const bool leader = !comm || comm->rank() == 0;
+  if (std::string e = loadModel(args, args.model, leader, &out->model); !e.empty())
+    return e;
+  // Parse the tokenizer now: an artifact without one fails before the
+  // session is built.
+  auto tokenizer = out->model->tokenizer();
+  if (!tokenizer)
+    return tokenizer.message() + "; fm-run --tokens takes ids";
+  if (std::string e = makeSession(args, out->model, args.adapters, comm, &out->session);
+      !e.empty())
+    return e;
   out->loadMs = msSince(t0);
   return {};
 }

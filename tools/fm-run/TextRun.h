@@ -68,6 +68,18 @@ struct Loaded {
 /// error message, or "" with `out` filled.
 std::string loadForText(const TextArgs &args, fm::Communicator *comm,
                         Loaded *out);
+/// Its two steps. Loads the artifact at `path` with the load options of
+/// `args` (--device, --verify-hash, --trusted-key, --max-memory) and, on
+/// the `leader`, says on stderr which device runs it.
+std::string loadModel(const TextArgs &args, const std::string &path,
+                      bool leader, std::shared_ptr<fm::Model> *out);
+/// A session of `model` with the session options of `args` (--activations,
+/// --threads) and the --adapter files `adapters`.
+std::string makeSession(const TextArgs &args,
+                        const std::shared_ptr<fm::Model> &model,
+                        const std::vector<std::string> &adapters,
+                        fm::Communicator *comm,
+                        std::unique_ptr<fm::Session> *out);
 fm::GenerateOptions generateOptions(const TextArgs &args);
 fm::Sampler makeSampler(const TextArgs &args);
 double peakRssMb();
