@@ -1,7 +1,8 @@
 // fm-run: runs a compiled .fmb model on token ids: generates, scores
 // (teacher-forced logits of every position) and reports speed, on the device
 // it picks or is told (--device); with text (--prompt, --chat: TextRun.h)
-// through the artifact's tokenizer. Started by mpirun, it runs a model
+// through the artifact's tokenizer; the perplexity of a text file
+// (--perplexity: Perplexity.h). Started by mpirun, it runs a model
 // partitioned over ranks as one process per rank; rank 0 samples, prints
 // and writes files. Images (--image, --image-tensor) go through the model's
 // image encoder first: a VLM's prompt placeholders take their tokens, an
@@ -10,6 +11,7 @@
 #include "Guided.h"
 #include "Images.h"
 #include "LogitBias.h"
+#include "Perplexity.h"
 #include "common/OptionChecks.h"
 #include "TextRun.h"
 
@@ -635,6 +637,8 @@ int main(int argc, char **argv) {
                  "write the image encoder's tokens as float32 .npy: [images x "
                  "tokens per image, width]");
   fmrun::addGuidedOptions(app, args.guided);
+  fmrun::PerplexityArgs perplexity;
+  fmrun::addPerplexityOptions(app, perplexity);
   app.add_option("--logit-bias", args.logitBias,
                  "ID=BIAS: add BIAS to token ID's logit before every sample (and "
                  "before a --json-schema/--grammar/--regex/--tools constraint "
@@ -653,6 +657,8 @@ int main(int argc, char **argv) {
                   d.description.c_str());
     return 0;
   }
+  if (std::string e = fmrun::perplexityConflicts(app, perplexity); !e.empty())
+    return fail(e);
   // Under mpirun: one process per rank of a partitioned model. MPI is
   // started only then (a plain run never touches it).
   std::unique_ptr<fm::Communicator> comm;
@@ -668,29 +674,32 @@ int main(int argc, char **argv) {
     }
   }
   args.threads = fm::cli::clampThreads("fm-run", args.threads, !comm || comm->rank() == 0);
+  // The options the text modes and --perplexity share with --tokens.
+  text.model = args.model;
+  text.device = args.device;
+  text.cudaGraphs = !args.noCudaGraph;
+  text.activations = args.activations;
+  text.threads = args.threads;
+  text.verifyHash = args.verifyHash;
+  text.trustedKeys = args.trustedKeys;
+  text.maxMemory = args.maxMemory;
+  text.stats = args.stats;
+  text.prefillChunk = args.prefillChunk;
+  text.adapters = args.adapters;
   int rc;
-  if (fmrun::isTextMode(text)) {
+  if (!perplexity.file.empty()) {
+    rc = fmrun::runPerplexity(perplexity, text, comm.get());
+  } else if (fmrun::isTextMode(text)) {
     if (!args.tokens.empty() || args.score || !args.logitsOut.empty())
       return fail("--tokens, --score and --logits-out work on token ids, not "
                   "with --prompt or --chat");
-    text.model = args.model;
-    text.device = args.device;
-    text.cudaGraphs = !args.noCudaGraph;
-    text.activations = args.activations;
-    text.threads = args.threads;
-    text.verifyHash = args.verifyHash;
-    text.trustedKeys = args.trustedKeys;
-    text.maxMemory = args.maxMemory;
-    text.stats = args.stats;
     text.maxNewTokens = maxNew->count() ? args.maxNewTokens : 256;
-    text.prefillChunk = args.prefillChunk;
     text.temperature = args.temperature;
     text.topK = args.topK;
     text.topP = args.topP;
     text.seed = args.seed;
     text.guided = args.guided;
     text.logitBias = args.logitBias;
-    text.adapters = args.adapters;
     text.images = args.images;
     rc = fmrun::runText(text, comm.get());
   } else {
