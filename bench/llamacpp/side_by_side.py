@@ -45,20 +45,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-
-def run(cmd, **kw):
-    sys.stderr.write("+ %s\n" % " ".join(str(c) for c in cmd[:6]))
-    return subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.PIPE,
-                          text=True, **kw).stdout
 
 
 def cpu_model():
@@ -78,12 +70,8 @@ def cpu_model():
 
 sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
 from llama29b import HEAD_DIM, HEADS, HIDDEN, FFN, KV_HEADS, VOCAB, tensors, values, write_checkpoint  # noqa: E402
-
-
-def to_rope_pairs(w, heads):
-    """HF's q/k rows (rotate-half) in llama.cpp's order (adjacent pairs)."""
-    return (w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:])
-            .swapaxes(1, 2).reshape(w.shape))
+import llamacpp  # noqa: E402  (beside this file)
+from llamacpp import run, to_rope_pairs  # noqa: E402
 
 
 def q8_0(w):
@@ -100,9 +88,7 @@ def q8_0(w):
 
 
 def write_gguf(path, layers, src):
-    sys.path.insert(0, os.path.join(src, "gguf-py"))
-    import gguf  # llama.cpp's own GGUF writer, from the same release
-
+    gguf = llamacpp.gguf(src)  # llama.cpp's own GGUF writer, from the same release
     w = gguf.GGUFWriter(path, "llama")
     w.add_context_length(2048)
     w.add_embedding_length(HIDDEN)
@@ -144,7 +130,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--work", default="/tmp/fm_llamacpp")
-    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/fmc/bench/llamacpp"))
+    ap.add_argument("--cache", default=llamacpp.DEFAULT_CACHE)
     ap.add_argument("--threads", default="2")
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--gen", type=int, default=32)
@@ -154,10 +140,8 @@ def main():
     args = ap.parse_args()
 
     bin_ = os.path.join(args.build, "bin")
-    cache = run([os.path.join(HERE, "fetch-llamacpp.sh"), args.cache]).strip().splitlines()[-1]
-    yardstick = os.path.join(cache, "bin", "llama_yardstick")
-    with open(os.path.join(cache, "release")) as f:
-        release = f.read().strip()
+    fetched = llamacpp.fetch(args.cache)
+    yardstick, release = fetched.yardstick, fetched.release
     os.makedirs(args.work, exist_ok=True)
     tag = "llama%d" % args.layers
     fmc = {"fmc w2 g64": ("w2", 64), "fmc w4 g32": ("w4", 32)}
@@ -184,7 +168,7 @@ def main():
         shutil.rmtree(ckpt)
     if not all(os.path.exists(paths[k]) for k in llama):
         q8 = os.path.join(args.work, tag + "_q8_0.gguf")
-        write_gguf(q8, args.layers, os.path.join(cache, "src"))
+        write_gguf(q8, args.layers, fetched.src)
         for k, t in llama.items():
             run([yardstick, "quantize", q8, paths[k] + ".part", t, "--threads", 2])
             os.replace(paths[k] + ".part", paths[k])
@@ -199,8 +183,7 @@ def main():
                       if w["name"] != "model.embed_tokens.weight")
     for k, (art, _) in runs.items():
         paths[k], read[k] = paths[art], read[art]
-    sys.path.insert(0, os.path.join(cache, "src", "gguf-py"))
-    import gguf
+    gguf = llamacpp.gguf(fetched.src)
     for k in llama:
         r = gguf.GGUFReader(paths[k])
         read[k] = sum(int(t.n_bytes) for t in r.tensors if t.name != "token_embd.weight")
