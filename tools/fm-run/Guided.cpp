@@ -187,17 +187,10 @@ fm::Status Guided::buildConstraint(const GuidedArgs &args, int64_t modelVocab) {
 
   if (!args.tools.empty()) {
     // How the chat template opens a call: Qwen's <tool_call> marker, else bare JSON.
-    syntax_.opener = "{\"name\"";
-    auto marker = t.tokenToId("<tool_call>");
-    if (marker && t.chatTemplate().find("<tool_call>") != std::string::npos) {
-      syntax_.opener = "<tool_call>";
-      syntax_.openerIsCall = false;
-      syntax_.openerTokens = {*marker};
-      auto nl = t.encode("\n");
-      if (!nl)
-        return nl.status();
-      syntax_.afterOpener = *nl;
-    }
+    auto syntax = fm::toolCallSyntax(t);
+    if (!syntax)
+      return syntax.status();
+    syntax_ = std::move(*syntax);
     choice_ = args.toolChoice == "required" ? fm::ToolChoice::Required : fm::ToolChoice::Auto;
     isTools_ = true;
   }

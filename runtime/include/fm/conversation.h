@@ -21,6 +21,11 @@ struct ConversationOptions {
   std::string extraJson;
 };
 
+/// The template variables a tokenizer gives its chat template (bos_token,
+/// eos_token, unk_token, pad_token), with the generation prompt: what
+/// transformers' apply_chat_template passes.
+ChatTemplateOptions chatTemplateOptions(const Tokenizer &tokenizer);
+
 /// What one turn did.
 struct ChatTurn {
   /// The assistant's reply (its text joins the conversation).

@@ -1,11 +1,13 @@
-// The grammar's view of a tokenizer: fm::Vocabulary from an fm::Tokenizer (header-only, so that
-// neither library links the other).
+// The grammar's view of a tokenizer: fm::Vocabulary from an fm::Tokenizer, and the tool-call
+// syntax its chat template uses (header-only, so that neither library links the other).
 #pragma once
 
 #include "fm/grammar.h"
+#include "fm/guided.h"
 #include "fm/tokenizer.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fm {
@@ -22,6 +24,24 @@ inline Vocabulary grammarVocabulary(const Tokenizer &tokenizer, int64_t width,
       v.tokens[id] = tokenizer.tokenBytes(TokenId(id));
   v.eos = std::move(eos);
   return v;
+}
+
+/// How a model with `tokenizer` marks a tool call in its text: Qwen's `<tool_call>` marker
+/// (then a newline, forced) where the chat template writes it and the tokenizer has it as a
+/// token, else the call as bare JSON (`{"name"`, the ToolCallSyntax default).
+inline Expected<ToolCallSyntax> toolCallSyntax(const Tokenizer &tokenizer) {
+  ToolCallSyntax syntax;
+  auto marker = tokenizer.tokenToId("<tool_call>");
+  if (!marker || tokenizer.chatTemplate().find("<tool_call>") == std::string::npos)
+    return syntax;
+  syntax.opener = "<tool_call>";
+  syntax.openerIsCall = false;
+  syntax.openerTokens = {*marker};
+  auto nl = tokenizer.encode("\n");
+  if (!nl)
+    return nl.status();
+  syntax.afterOpener = *nl;
+  return syntax;
 }
 
 } // namespace fm

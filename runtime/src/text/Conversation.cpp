@@ -8,6 +8,16 @@
 
 namespace fm {
 
+ChatTemplateOptions chatTemplateOptions(const Tokenizer &tokenizer) {
+  ChatTemplateOptions o;
+  o.addGenerationPrompt = true;
+  o.bosToken = tokenizer.bosToken();
+  o.eosToken = tokenizer.eosToken();
+  o.unkToken = tokenizer.unkToken();
+  o.padToken = tokenizer.padToken();
+  return o;
+}
+
 Expected<Conversation> Conversation::start(Session &session,
                                            const ConversationOptions &options) {
   if (!session.status())
@@ -28,11 +38,7 @@ Expected<Conversation> Conversation::start(Session &session,
   c.session_ = &session;
   c.tokenizer_ = *tokenizer;
   c.template_ = *compiled;
-  c.templateOptions_.addGenerationPrompt = true;
-  c.templateOptions_.bosToken = tokenizer->bosToken();
-  c.templateOptions_.eosToken = tokenizer->eosToken();
-  c.templateOptions_.unkToken = tokenizer->unkToken();
-  c.templateOptions_.padToken = tokenizer->padToken();
+  c.templateOptions_ = chatTemplateOptions(*tokenizer);
   c.templateOptions_.extraJson = options.extraJson;
   if (!options.system.empty())
     c.messages_.push_back({"system", options.system});
