@@ -21,13 +21,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-import timelimits  # noqa: E402  (every command's time limit)
+import checks  # noqa: E402
+from checks import check, run  # noqa: E402  (PASS/FAIL lines, time-limited commands)
 
 PROMPT_IDS = [1, 17, 42, 5, 9, 100, 3, 250]
 PROMPT = "The quick brown fox jumps over the lazy dog."
@@ -50,28 +50,6 @@ TOOLS = [{"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string",
                                                               "maxLength": 10}},
                    "required": ["city"]}}}]
-
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail))
-
-
-def run(cmd, stdin=None, ok=(0,), env=None):
-    """(stdout bytes, stderr text) of a command that must exit with one of `ok`."""
-    p = timelimits.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=env)
-    if p.returncode not in ok:
-        sys.stderr.write("command failed (%d): %s\n%s%s" % (
-            p.returncode, " ".join(cmd), p.stdout.decode(errors="replace"),
-            p.stderr.decode(errors="replace")))
-        sys.exit(1)
-    return p.stdout, p.stderr.decode()
-
 
 def ids(text):
     return [int(t) for t in text.split()]
@@ -271,8 +249,7 @@ def main():
     compare_run(got, e, "Python ctypes")
     check(all(k in got for k in ("tokens", "sampled", "text", "schema")),
           "Python ctypes printed every case")
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,8 @@ FETCH = os.path.join(ROOT, "scripts", "fetch-test-data.sh")
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402  (the PASS/FAIL lines)
 import timelimits  # noqa: E402
 import fm_reference as ref  # noqa: E402
 import gen_checkpoint as gen  # noqa: E402
@@ -67,16 +69,6 @@ SETS = {
                        "head_dim": 8, "intermediate_size": 64, "tie_word_embeddings": True}, 0.6),
     "afm7": ("small", {"hidden_dim": 64, "num_heads": 4, "num_kv_heads": 2}, 0.5),
 }
-
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail))
-
 
 def run(cmd, stdin=None):
     p = timelimits.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -380,8 +372,7 @@ def main():
     if args.verbose:
         for (rel, absolute), worst in sorted(WORST.items()):
             print("# worst |got - want| / (%g + %g |want|): %.3g" % (absolute, rel, worst))
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ REF = os.path.join(ROOT, "test", "reference", "fm_reference.py")
 FETCH = os.path.join(ROOT, "scripts", "fetch-test-data.sh")
 sys.path.insert(0, os.path.join(ROOT, "test", "tokenizer"))
 sys.path.insert(0, HERE)
+import checks  # noqa: E402
+from checks import check  # noqa: E402  (the PASS/FAIL lines)
 import timelimits  # noqa: E402  (every command's time limit)
 
 # name -> (package directory under the test-data cache, model vocab_size).
@@ -59,16 +61,6 @@ PROMPTS = [
 ]
 TURNS = ["Hello! Who are you?", "Tell me about 東京 in two words.", "And then?"]
 SYSTEM = "You are terse."
-
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail))
-
 
 def run(cmd, stdin=None):
     """(stdout, stderr) of a command that must succeed (within its time limit)."""
@@ -353,8 +345,7 @@ def main():
         prompt_mode(tool, model, fmb, oracle, args.work, eos_id)
     else:
         chat_mode(tool, model, fmb, oracle, args.work, tokdir)
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, HERE)
 import fm_reference as ref  # noqa: E402
 import gen_checkpoint  # noqa: E402
+import checks  # noqa: E402
+from checks import check  # noqa: E402  (the PASS/FAIL lines)
 import timelimits  # noqa: E402  (every command's time limit)
 
 BOS, EOS, IMAGE = 256, 257, 508
@@ -57,16 +59,6 @@ TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>\n{{ m.conten
             "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
 # Its first line changes every turn: the KV cache keeps only BOS.
 COUNTING = "{{ bos_token }}{{ messages|length }} messages\n" + TEMPLATE[len("{{ bos_token }}"):]
-
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print("%s %s%s" % ("PASS" if ok else "FAIL", what, "" if ok or not detail else ": " + detail))
-
 
 def run(cmd, expect_fail=False, stdin=b""):
     p = timelimits.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -384,8 +376,7 @@ def main():
         [tool("fm-run"), fmb, "--activations", "f32"] + list(a), expect_fail)
     if args.case == "markers":
         marker_checks(tool, fmb, cfg, W, n, images[0], tensors[0], args.work)
-        print("%d passed, %d failed" % (passed, failed))
-        return 0 if failed == 0 else 1
+        return checks.summary()
     prompt_checks(fm_run, cfg, W, n, images, tensors)
 
     lines = chat_checks(tool, fmb, cfg, W, n, images[0], tensors[0], args.work, TEMPLATE,
@@ -433,8 +424,7 @@ def main():
               "chat rewritten: turn 2 prefills the image again from its kept tokens, "
               "encoded once", json.dumps([(l["prefilled_images"], l["images_encoded"])
                                            for l in lines]))
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":

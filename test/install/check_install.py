@@ -27,8 +27,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "capi"))
-import check_capi  # noqa: E402  (the tiny model, run(), check())
-from check_capi import check, run  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import check_capi  # noqa: E402  (the tiny model)
+import checks  # noqa: E402
+from checks import check, run  # noqa: E402  (PASS/FAIL lines, time-limited commands)
 
 PUBLIC = {"fm.h", "chat_template.h", "communicator.h", "constrained_logits.h",
           "conversation.h", "device_info.h", "grammar.h", "guided.h", "guided_tokenizer.h",
@@ -171,8 +173,7 @@ def main():
     run([args.cxx, "-std=c++17", generate, "-o", os.path.join(pc, "generate")] + flags)
     try_programs("pkg-config", os.path.join(pc, "generate"), [os.path.join(pc, "chat")])
 
-    print("%d passed, %d failed" % (check_capi.passed, check_capi.failed))
-    return 1 if check_capi.failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":
