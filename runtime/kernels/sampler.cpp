@@ -1,4 +1,5 @@
-// Token sampling: greedy, temperature, top-k and top-p (nucleus).
+// Token sampling: greedy, temperature, top-k and top-p (nucleus), as a
+// distribution (TokenDistribution) and a draw from it.
 #include "fm/sampler.h"
 
 #include "kernels/exp_approx.h"
@@ -53,7 +54,142 @@ float maxOf(const float *x, int64_t n) {
   return m;
 }
 
+// A draw from dense weights: the block where the cumulative weight passes
+// u, then the id. Rounding can leave u just past the last block with
+// weight; the draw then takes that block's last id with weight, never one
+// of weight 0.
+int32_t drawDense(const std::vector<float> &weights,
+                  const std::vector<float> &blockSums, int64_t vocab,
+                  double u) {
+  double cumulative = 0.0;
+  int64_t block = -1, lastWithMass = 0;
+  const int64_t blocks = static_cast<int64_t>(blockSums.size());
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (!(blockSums[b] > 0.0f))
+      continue;
+    lastWithMass = b;
+    if (u < cumulative + blockSums[b]) {
+      block = b;
+      break;
+    }
+    cumulative += blockSums[b];
+  }
+  if (block < 0)
+    block = lastWithMass;
+  const int64_t b0 = block * kDrawBlock;
+  const int64_t b1 = std::min(vocab, b0 + kDrawBlock);
+  int64_t last = b0;
+  for (int64_t i = b0; i < b1; ++i) {
+    if (!(weights[i] > 0.0f))
+      continue;
+    last = i;
+    cumulative += weights[i];
+    if (u < cumulative)
+      return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last);
+}
+
 } // namespace
+
+// --- TokenDistribution -----------------------------------------------------
+
+double TokenDistribution::probability(int32_t id) const {
+  if (id < 0 || id >= vocab_)
+    return 0.0;
+  switch (form_) {
+  case Form::Point:
+    return id == point_ ? 1.0 : 0.0;
+  case Form::Dense:
+    return weights_[id] / total_;
+  case Form::Sorted:
+    for (const Candidate &c : candidates_)
+      if (c.id == id)
+        return c.value / total_;
+    return 0.0;
+  }
+  return 0.0;
+}
+
+double TokenDistribution::maxProbability() const {
+  switch (form_) {
+  case Form::Point:
+    return 1.0;
+  case Form::Dense:
+    return maxOf(weights_.data(), vocab_) / total_;
+  case Form::Sorted:
+    return candidates_.empty() ? 0.0 : candidates_[0].value / total_;
+  }
+  return 0.0;
+}
+
+void TokenDistribution::setPoint(int32_t id, int64_t vocab) {
+  form_ = Form::Point;
+  vocab_ = vocab;
+  point_ = id;
+  total_ = 1.0;
+}
+
+void TokenDistribution::sumBlocks() {
+  blockSums_.resize(static_cast<size_t>((vocab_ + kDrawBlock - 1) / kDrawBlock));
+  double total = 0.0;
+  for (int64_t b0 = 0, block = 0; b0 < vocab_; b0 += kDrawBlock, ++block) {
+    const int64_t b1 = std::min(vocab_, b0 + kDrawBlock);
+    float acc[kLanes] = {};
+    int64_t i = b0;
+    for (; i + kLanes <= b1; i += kLanes)
+      for (int l = 0; l < kLanes; ++l)
+        acc[l] += weights_[i + l];
+    float sum = 0.0f;
+    for (; i < b1; ++i)
+      sum += weights_[i];
+    for (int l = 0; l < kLanes; ++l)
+      sum += acc[l];
+    blockSums_[block] = sum;
+    total += sum;
+  }
+  total_ = total;
+}
+
+bool TokenDistribution::setResidual(const TokenDistribution &p,
+                                    const TokenDistribution &q) {
+  assert(p.vocab_ == q.vocab_ && p.vocab_ > 0);
+  // Dense p(id) - q(id), clamped at 0: p's mass first, then q's taken off.
+  std::vector<float> &w = weights_;
+  w.assign(static_cast<size_t>(p.vocab_), 0.0f);
+  auto add = [&w](const TokenDistribution &d, double sign) {
+    switch (d.form_) {
+    case Form::Point:
+      w[d.point_] += static_cast<float>(sign);
+      break;
+    case Form::Dense:
+      for (int64_t i = 0; i < d.vocab_; ++i)
+        w[i] += static_cast<float>(sign * d.weights_[i] / d.total_);
+      break;
+    case Form::Sorted:
+      for (const Candidate &c : d.candidates_)
+        w[c.id] += static_cast<float>(sign * c.value / d.total_);
+      break;
+    }
+  };
+  add(p, 1.0);
+  add(q, -1.0);
+  bool any = false;
+  for (float &x : w) {
+    x = x > 0.0f ? x : 0.0f;
+    any = any || x > 0.0f;
+  }
+  if (!any) {
+    *this = p;
+    return false;
+  }
+  form_ = Form::Dense;
+  vocab_ = p.vocab_;
+  sumBlocks();
+  return true;
+}
+
+// --- Sampler ---------------------------------------------------------------
 
 Sampler::Sampler(float temperature, int topK, float topP, uint64_t seed)
     : temperature_(temperature), topK_(topK), topP_(topP), rng_(seed) {}
@@ -63,57 +199,59 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1p-53;
 }
 
-int64_t Sampler::selectTopK(const float *logits, int64_t vocab,
-                            float maxLogit) {
+void Sampler::selectTopK(const float *logits, int64_t vocab, float maxLogit,
+                         TokenDistribution *out) const {
   // Most likely first; equal logits by lower id.
   auto moreLikely = [](const Candidate &a, const Candidate &b) {
     return a.value > b.value || (a.value == b.value && a.id < b.id);
   };
   const int64_t k = topK_;
-  candidates_.clear();
+  std::vector<Candidate> &candidates = out->candidates_;
+  candidates.clear();
   if (k <= kHeapTopKLimit) {
     // A heap of the k best so far, least likely on top. Ids come in
     // increasing order, so a tie with the top never displaces it.
-    candidates_.reserve(static_cast<size_t>(k));
+    candidates.reserve(static_cast<size_t>(k));
     for (int64_t i = 0; i < vocab; ++i) {
       Candidate c = {logits[i], static_cast<int32_t>(i)};
-      if (static_cast<int64_t>(candidates_.size()) < k) {
-        candidates_.push_back(c);
-        std::push_heap(candidates_.begin(), candidates_.end(), moreLikely);
-      } else if (c.value > candidates_.front().value) {
-        std::pop_heap(candidates_.begin(), candidates_.end(), moreLikely);
-        candidates_.back() = c;
-        std::push_heap(candidates_.begin(), candidates_.end(), moreLikely);
+      if (static_cast<int64_t>(candidates.size()) < k) {
+        candidates.push_back(c);
+        std::push_heap(candidates.begin(), candidates.end(), moreLikely);
+      } else if (c.value > candidates.front().value) {
+        std::pop_heap(candidates.begin(), candidates.end(), moreLikely);
+        candidates.back() = c;
+        std::push_heap(candidates.begin(), candidates.end(), moreLikely);
       }
     }
   } else {
-    candidates_.resize(static_cast<size_t>(vocab));
+    candidates.resize(static_cast<size_t>(vocab));
     for (int64_t i = 0; i < vocab; ++i)
-      candidates_[i] = {logits[i], static_cast<int32_t>(i)};
-    std::nth_element(candidates_.begin(), candidates_.begin() + k,
-                     candidates_.end(), moreLikely);
-    candidates_.resize(static_cast<size_t>(k));
+      candidates[i] = {logits[i], static_cast<int32_t>(i)};
+    std::nth_element(candidates.begin(), candidates.begin() + k,
+                     candidates.end(), moreLikely);
+    candidates.resize(static_cast<size_t>(k));
   }
-  std::sort(candidates_.begin(), candidates_.end(), moreLikely);
+  std::sort(candidates.begin(), candidates.end(), moreLikely);
   const float invTemperature = 1.0f / temperature_;
-  for (Candidate &c : candidates_)
+  for (Candidate &c : candidates)
     c.value = Exp::nonPositive((c.value - maxLogit) * invTemperature);
-  return k;
 }
 
-int64_t Sampler::selectNucleusSuperset(const float *logits, int64_t vocab,
-                                       float maxLogit) {
+double Sampler::selectNucleusSuperset(const float *logits, int64_t vocab,
+                                      float maxLogit,
+                                      TokenDistribution *out) const {
   const float invTemperature = 1.0f / temperature_;
-  probs_.resize(static_cast<size_t>(vocab));
+  std::vector<float> &probs = out->weights_; // scratch here
+  probs.resize(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i)
-    probs_[i] = Exp::nonPositive((logits[i] - maxLogit) * invTemperature);
+    probs[i] = Exp::nonPositive((logits[i] - maxLogit) * invTemperature);
   // Four interleaved histograms, so that runs of one bucket do not make a
   // chain of dependent read-modify-writes.
   double mass[4][kBuckets] = {};
   double total = 0.0;
   for (int64_t i = 0; i < vocab; ++i) {
     float z = (logits[i] - maxLogit) * invTemperature;
-    mass[i & 3][bucketOf(z)] += probs_[i];
+    mass[i & 3][bucketOf(z)] += probs[i];
   }
   for (int b = 0; b < kBuckets; ++b)
     total += mass[0][b] + mass[1][b] + mass[2][b] + mass[3][b];
@@ -130,128 +268,108 @@ int64_t Sampler::selectNucleusSuperset(const float *logits, int64_t vocab,
   // Bucket b holds z in (-(b + 1), -b] / kBucketsPerNat, so the nucleus
   // superset is z > -(lastBucket + 1) / kBucketsPerNat, i.e. every bucket
   // up to lastBucket.
-  candidates_.clear();
+  std::vector<Candidate> &candidates = out->candidates_;
+  candidates.clear();
   for (int64_t i = 0; i < vocab; ++i) {
     float z = (logits[i] - maxLogit) * invTemperature;
     if (bucketOf(z) <= lastBucket)
-      candidates_.push_back({probs_[i], static_cast<int32_t>(i)});
+      candidates.push_back({probs[i], static_cast<int32_t>(i)});
   }
   auto moreLikely = [](const Candidate &a, const Candidate &b) {
     return a.value > b.value || (a.value == b.value && a.id < b.id);
   };
-  std::sort(candidates_.begin(), candidates_.end(), moreLikely);
-  // Renormalizing over the whole vocabulary's mass: the caller cuts the
-  // prefix against topP of the total, not of the superset.
-  nucleusTotal_ = total;
-  return static_cast<int64_t>(candidates_.size());
+  std::sort(candidates.begin(), candidates.end(), moreLikely);
+  // The caller cuts the prefix against topP of the whole vocabulary's mass,
+  // not of the superset's.
+  return total;
 }
 
-int32_t Sampler::sampleAll(const float *logits, int64_t vocab, float maxLogit) {
+void Sampler::weighAll(const float *logits, int64_t vocab, float maxLogit,
+                       TokenDistribution *out) const {
   const float invTemperature = 1.0f / temperature_;
-  probs_.resize(static_cast<size_t>(vocab));
-  blockSums_.resize(static_cast<size_t>((vocab + kDrawBlock - 1) / kDrawBlock));
-  double total = 0.0;
-  for (int64_t b0 = 0, block = 0; b0 < vocab; b0 += kDrawBlock, ++block) {
-    const int64_t b1 = std::min(vocab, b0 + kDrawBlock);
-    float acc[kLanes] = {};
-    int64_t i = b0;
-    for (; i + kLanes <= b1; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        float p = Exp::nonPositive((logits[i + l] - maxLogit) * invTemperature);
-        probs_[i + l] = p;
-        acc[l] += p;
-      }
-    float sum = 0.0f;
-    for (; i < b1; ++i) {
-      float p = Exp::nonPositive((logits[i] - maxLogit) * invTemperature);
-      probs_[i] = p;
-      sum += p;
-    }
-    for (int l = 0; l < kLanes; ++l)
-      sum += acc[l];
-    blockSums_[block] = sum;
-    total += sum;
-  }
-  // Find the block, then the token. Rounding can leave u just past the
-  // last block with mass; the draw then takes that block's last token with
-  // mass, never one of probability 0.
-  const double u = uniform() * total;
-  double cumulative = 0.0;
-  int64_t block = -1, lastWithMass = 0;
-  const int64_t blocks = static_cast<int64_t>(blockSums_.size());
-  for (int64_t b = 0; b < blocks; ++b) {
-    if (!(blockSums_[b] > 0.0f))
-      continue;
-    lastWithMass = b;
-    if (u < cumulative + blockSums_[b]) {
-      block = b;
-      break;
-    }
-    cumulative += blockSums_[b];
-  }
-  if (block < 0)
-    block = lastWithMass;
-  const int64_t b0 = block * kDrawBlock;
-  const int64_t b1 = std::min(vocab, b0 + kDrawBlock);
-  int64_t last = b0;
-  for (int64_t i = b0; i < b1; ++i) {
-    if (!(probs_[i] > 0.0f))
-      continue;
-    last = i;
-    cumulative += probs_[i];
-    if (u < cumulative)
-      return static_cast<int32_t>(i);
-  }
-  return static_cast<int32_t>(last);
+  std::vector<float> &w = out->weights_;
+  w.resize(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i)
+    w[i] = Exp::nonPositive((logits[i] - maxLogit) * invTemperature);
+  out->form_ = TokenDistribution::Form::Dense;
+  out->vocab_ = vocab;
+  out->sumBlocks();
 }
 
-int32_t Sampler::sample(const float *logits, int64_t vocab) {
+void Sampler::distribution(const float *logits, int64_t vocab,
+                           TokenDistribution *out) const {
   assert(vocab > 0 && vocab <= INT32_MAX);
   const float maxLogit = maxOf(logits, vocab);
   if (!(temperature_ > 0.0f)) {
-    // The first index holding the maximum.
+    // The first index holding the maximum (0 when all are NaN).
+    int32_t argmax = 0;
     for (int64_t i = 0; i < vocab; ++i)
-      if (logits[i] == maxLogit)
-        return static_cast<int32_t>(i);
-    return 0; // Only NaNs.
+      if (logits[i] == maxLogit) {
+        argmax = static_cast<int32_t>(i);
+        break;
+      }
+    out->setPoint(argmax, vocab);
+    return;
   }
 
   const bool limitK = topK_ > 0 && topK_ < vocab;
   const bool limitP = topP_ < 1.0f;
-  if (!limitK && !limitP)
-    return sampleAll(logits, vocab, maxLogit);
+  if (!limitK && !limitP) {
+    weighAll(logits, vocab, maxLogit, out);
+    return;
+  }
 
-  // candidates_[0, count): most likely first, values p / p_max.
-  int64_t count;
+  // candidates_: most likely first, values p / p_max.
   double total = 0.0;
   if (limitK) {
-    count = selectTopK(logits, vocab, maxLogit);
-    for (int64_t i = 0; i < count; ++i)
-      total += candidates_[i].value;
+    selectTopK(logits, vocab, maxLogit, out);
+    for (const Candidate &c : out->candidates_)
+      total += c.value;
   } else {
-    count = selectNucleusSuperset(logits, vocab, maxLogit);
-    total = nucleusTotal_;
+    total = selectNucleusSuperset(logits, vocab, maxLogit, out);
   }
+  std::vector<Candidate> &candidates = out->candidates_;
   if (limitP) {
     // The smallest prefix that holds topP of the mass (of the top k, when
     // top-k applies).
     const double target = static_cast<double>(topP_) * total;
+    const size_t count = candidates.size();
     double cumulative = 0.0;
-    int64_t keep = 0;
+    size_t keep = 0;
     while (keep < count && (keep == 0 || cumulative < target))
-      cumulative += candidates_[keep++].value;
-    count = keep;
+      cumulative += candidates[keep++].value;
+    candidates.resize(keep);
     total = cumulative;
   }
+  out->form_ = TokenDistribution::Form::Sorted;
+  out->vocab_ = vocab;
+  out->total_ = total;
+}
 
-  const double u = uniform() * total;
-  double cumulative = 0.0;
-  for (int64_t i = 0; i < count; ++i) {
-    cumulative += candidates_[i].value;
-    if (u < cumulative)
-      return candidates_[i].id;
+int32_t Sampler::draw(const TokenDistribution &d) {
+  using Form = TokenDistribution::Form;
+  switch (d.form_) {
+  case Form::Point:
+    return d.point_;
+  case Form::Dense:
+    return drawDense(d.weights_, d.blockSums_, d.vocab_, uniform() * d.total_);
+  case Form::Sorted: {
+    const double u = uniform() * d.total_;
+    double cumulative = 0.0;
+    for (const Candidate &c : d.candidates_) {
+      cumulative += c.value;
+      if (u < cumulative)
+        return c.id;
+    }
+    return d.candidates_.back().id;
   }
-  return candidates_[count - 1].id;
+  }
+  return 0;
+}
+
+int32_t Sampler::sample(const float *logits, int64_t vocab) {
+  distribution(logits, vocab, &drawn_);
+  return draw(drawn_);
 }
 
 } // namespace fm

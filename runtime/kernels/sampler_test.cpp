@@ -197,5 +197,111 @@ TEST(Sampler, TopPOverLargeVocabularyDrawsOnlyFromNucleus) {
   EXPECT_GT(deepest, static_cast<int64_t>(nucleus.size()) / 2);
 }
 
+
+// The distribution sample() draws from, against probabilities worked out
+// here: softmax of the logits / T, cut to the top k and the top-p prefix.
+std::vector<double> probabilitiesOf(const TokenDistribution &d) {
+  std::vector<double> p;
+  for (int32_t id = 0; id < d.vocab(); ++id)
+    p.push_back(d.probability(id));
+  return p;
+}
+
+TEST(SamplerDistribution, MatchesTheDefinition) {
+  const std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+  const std::vector<float> logits = logitsOf(probs);
+  struct Case {
+    float t;
+    int k;
+    float p;
+    std::vector<double> want;
+  } cases[] = {
+      {1.0f, 0, 1.0f, {0.1, 0.2, 0.3, 0.4}},
+      {0.5f, 0, 1.0f, {1 / 30.0, 4 / 30.0, 9 / 30.0, 16 / 30.0}},
+      {1.0f, 2, 1.0f, {0.0, 0.0, 3 / 7.0, 4 / 7.0}},
+      {1.0f, 0, 0.65f, {0.0, 0.0, 3 / 7.0, 4 / 7.0}},
+      {1.0f, 3, 0.5f, {0.0, 0.0, 3 / 7.0, 4 / 7.0}}, // 0.4 < 0.5 * 0.9
+      {0.0f, 0, 1.0f, {0.0, 0.0, 0.0, 1.0}},
+  };
+  for (const Case &c : cases) {
+    Sampler sampler(c.t, c.k, c.p, 1);
+    TokenDistribution d;
+    sampler.distribution(logits.data(), 4, &d);
+    std::vector<double> got = probabilitiesOf(d);
+    double sum = 0.0;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(got[i], c.want[i], 1e-5) << "T " << c.t << " k " << c.k << " p " << c.p
+                                           << " id " << i;
+      sum += got[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+    EXPECT_NEAR(d.maxProbability(), c.want[3], 1e-5);
+    EXPECT_EQ(d.deterministic(), c.t == 0.0f);
+    EXPECT_EQ(d.probability(-1), 0.0);
+    EXPECT_EQ(d.probability(4), 0.0);
+  }
+}
+
+TEST(SamplerDistribution, LargeVocabularyIsDense) {
+  // The whole-vocabulary path (no cut): every id keeps its softmax weight.
+  std::vector<float> logits = randomLogits(1000, 5);
+  Sampler sampler(1.0f, 0, 1.0f, 1);
+  TokenDistribution d;
+  sampler.distribution(logits.data(), 1000, &d);
+  double z = 0.0;
+  for (float x : logits)
+    z += std::exp(static_cast<double>(x));
+  for (int32_t id : {0, 17, 999})
+    EXPECT_NEAR(d.probability(id), std::exp(static_cast<double>(logits[id])) / z, 1e-5);
+}
+
+TEST(SamplerDistribution, DrawsWhatSampleDraws) {
+  // sample() is distribution() then draw(): the same ids for the same seed.
+  std::vector<float> logits = randomLogits(3000, 6);
+  using Limits = std::pair<int, float>;
+  for (auto [topK, topP] : {Limits{0, 1.0f}, Limits{40, 1.0f}, Limits{0, 0.9f}}) {
+    Sampler a(0.8f, topK, topP, 77), b(0.8f, topK, topP, 77);
+    TokenDistribution d;
+    for (int i = 0; i < 100; ++i) {
+      b.distribution(logits.data(), 3000, &d);
+      ASSERT_EQ(a.sample(logits.data(), 3000), b.draw(d)) << "draw " << i;
+    }
+  }
+}
+
+TEST(SamplerDistribution, Residual) {
+  const std::vector<float> pl = logitsOf({0.1, 0.2, 0.3, 0.4});
+  const std::vector<float> ql = logitsOf({0.4, 0.3, 0.2, 0.1});
+  Sampler sampler(1.0f, 0, 1.0f, 3);
+  TokenDistribution p, q, r;
+  sampler.distribution(pl.data(), 4, &p);
+  sampler.distribution(ql.data(), 4, &q);
+  // max(0, p - q) = {0, 0, 0.1, 0.3}.
+  ASSERT_TRUE(r.setResidual(p, q));
+  const std::vector<double> want = {0.0, 0.0, 0.25, 0.75};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(r.probability(i), want[i], 1e-6) << i;
+  std::vector<double> counts(4, 0.0);
+  for (int i = 0; i < 20000; ++i)
+    counts[sampler.draw(r)] += 1.0 / 20000;
+  EXPECT_EQ(counts[0] + counts[1], 0.0);
+  EXPECT_NEAR(counts[3], 0.75, 0.015);
+  // A point mass q takes its id out of p: {0.1, 0.2, 0.3, 0} / 0.6.
+  q.setPoint(3, 4);
+  ASSERT_TRUE(r.setResidual(p, q));
+  EXPECT_NEAR(r.probability(0), 0.1 / 0.6, 1e-6);
+  EXPECT_EQ(r.probability(3), 0.0);
+  // Greedy against a point mass elsewhere: the target's own point.
+  Sampler greedy(0.0f, 0, 1.0f, 3);
+  TokenDistribution g;
+  greedy.distribution(pl.data(), 4, &g);
+  q.setPoint(1, 4);
+  ASSERT_TRUE(r.setResidual(g, q));
+  EXPECT_EQ(r.probability(3), 1.0);
+  // p = q leaves nothing: the residual is p.
+  EXPECT_FALSE(r.setResidual(p, p));
+  EXPECT_NEAR(r.probability(2), 0.3, 1e-6);
+}
+
 } // namespace
 } // namespace fm
