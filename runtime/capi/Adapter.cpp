@@ -7,20 +7,6 @@ using fm::capi::Call;
 using fm::capi::guarded;
 using fm::capi::Kind;
 
-namespace {
-
-fm_status publishAdapter(Call &call, fm::Expected<std::shared_ptr<fm::Adapter>> loaded,
-                         fm_adapter **adapter) {
-  if (!loaded)
-    return call.fail(loaded.status(), FM_STATUS_LOAD_FAILED);
-  auto handle = std::make_unique<fm_adapter>();
-  handle->adapter = std::move(*loaded);
-  *adapter = fm::capi::publish(handle.release());
-  return FM_STATUS_OK;
-}
-
-} // namespace
-
 extern "C" {
 
 fm_status fm_adapter_load(const fm_model *model, const char *path, fm_adapter **adapter) {
@@ -31,7 +17,8 @@ fm_status fm_adapter_load(const fm_model *model, const char *path, fm_adapter **
       return call.null("path");
     if (!adapter)
       return call.null("adapter");
-    return publishAdapter(call, fm::Adapter::load(model->model, path), adapter);
+    return fm::capi::publishLoaded(call, fm::Adapter::load(model->model, path),
+                                   &fm_adapter::adapter, adapter);
   });
 }
 
@@ -45,11 +32,11 @@ fm_status fm_adapter_load_from_buffer(const fm_model *model, const void *data,
       return call.null("data");
     if (!adapter)
       return call.null("adapter");
-    return publishAdapter(call,
+    return fm::capi::publishLoaded(call,
                           fm::Adapter::loadFromBuffer(model->model,
                                                       static_cast<const uint8_t *>(data),
                                                       size, name ? name : "<buffer>"),
-                          adapter);
+                          &fm_adapter::adapter, adapter);
   });
 }
 

@@ -32,15 +32,6 @@ fm_status loadOptions(Call &call, const fm_load_params *params,
   return FM_STATUS_OK;
 }
 
-fm_status publishModel(Call &call, fm::Expected<std::shared_ptr<fm::Model>> loaded,
-                       fm_model **model) {
-  if (!loaded)
-    return call.fail(loaded.status(), FM_STATUS_LOAD_FAILED);
-  auto handle = std::make_unique<fm_model>();
-  handle->model = std::move(*loaded);
-  *model = fm::capi::publish(handle.release());
-  return FM_STATUS_OK;
-}
 
 } // namespace
 
@@ -56,7 +47,8 @@ fm_status fm_model_load(const char *path, const fm_load_params *params,
     fm::LoadOptions options;
     if (fm_status s = loadOptions(call, params, &options))
       return s;
-    return publishModel(call, fm::Model::load(path, options), model);
+    return fm::capi::publishLoaded(call, fm::Model::load(path, options),
+                                   &fm_model::model, model);
   });
 }
 
@@ -72,11 +64,11 @@ fm_status fm_model_load_from_buffer(const void *data, size_t size,
     fm::LoadOptions options;
     if (fm_status s = loadOptions(call, params, &options))
       return s;
-    return publishModel(call,
+    return fm::capi::publishLoaded(call,
                         fm::Model::loadFromBuffer(static_cast<const uint8_t *>(data),
                                                   size, name ? name : "<buffer>",
                                                   options),
-                        model);
+                        &fm_model::model, model);
   });
 }
 

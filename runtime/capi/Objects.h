@@ -73,6 +73,19 @@ struct fm_session : fm::capi::Handle {
 
 namespace fm::capi {
 
+/// What a load made (fm::Model::load, fm::Adapter::load), as a new handle
+/// in *out; or the load's error, FM_STATUS_LOAD_FAILED.
+template <typename H, typename T>
+fm_status publishLoaded(Call &call, Expected<std::shared_ptr<T>> loaded,
+                        std::shared_ptr<T> H::*field, H **out) {
+  if (!loaded)
+    return call.fail(loaded.status(), FM_STATUS_LOAD_FAILED);
+  auto handle = std::make_unique<H>();
+  handle.get()->*field = std::move(*loaded);
+  *out = publish(handle.release());
+  return FM_STATUS_OK;
+}
+
 /// One generation's decoder of a constraint (fm_generate_params.constraint).
 struct Guide {
   std::unique_ptr<GuidedDecoder> decoder;
