@@ -2,6 +2,8 @@
 // normalize, channels first.
 #include "fm/image.h"
 
+#include "fm/runtime.h"
+
 namespace fm::image {
 
 std::vector<float> toTensor(const RgbImage &image, const Preprocess &p) {
@@ -14,6 +16,24 @@ std::vector<float> toTensor(const RgbImage &image, const Preprocess &p) {
       out[c * plane + i] = static_cast<float>((v - p.mean[c]) / p.std[c]);
     }
   return out;
+}
+
+Expected<Preprocess> preprocessFor(const ImageEncoderInfo &e) {
+  if (e.channels != 3 || e.height != e.width)
+    return Status::error("the image encoder takes a [" + std::to_string(e.channels) + ", " +
+                         std::to_string(e.height) + ", " + std::to_string(e.width) +
+                         "] tensor, not a square RGB image");
+  Preprocess p;
+  p.size = e.height;
+  Expected<Resample> filter = parseResample(e.resample);
+  if (!filter)
+    return filter.status();
+  p.resample = *filter;
+  for (int c = 0; c < 3; ++c) {
+    p.mean[c] = e.mean[c];
+    p.std[c] = e.std[c];
+  }
+  return p;
 }
 
 Expected<std::vector<float>> preprocessImageFile(const std::string &path,

@@ -9,6 +9,8 @@
  *   capi_test misuse MODEL.fmb WORK  calls every function with NULLs, wrong
  *                                  struct sizes, freed handles and bad
  *                                  files; checks each code and message.
+ *   capi_test vlm VLM.fmb WORK     images (WORK/image.png, WORK/image.f32)
+ *                                  into a VLM's prompt of ids.
  *
  * Compiled as C99 with -Wall -Wextra -pedantic -Werror.
  */
@@ -791,6 +793,16 @@ static int misuse(const char *modelPath, const char *work) {
   EXPECT(fm_session_set_adapters(session, attach, &scale, 1), FM_STATUS_INVALID_HANDLE,
          "adapters[0] is not a live fm_adapter");
 
+  /* Images: this model has no image encoder. */
+  EXPECT(fm_session_add_image_file(session, NULL, NULL, NULL, NULL), FM_STATUS_INVALID_ARGUMENT,
+         "path is NULL");
+  EXPECT(fm_session_add_image_file(session, "x.png", NULL, NULL, NULL), FM_STATUS_UNSUPPORTED,
+         "has no image encoder");
+  EXPECT(fm_session_add_image_tensor(session, NULL, 3, NULL, NULL, NULL),
+         FM_STATUS_INVALID_ARGUMENT, "tensor is NULL");
+  EXPECT(fm_session_add_image_tensor(session, &scale, 1, NULL, NULL, NULL),
+         FM_STATUS_UNSUPPORTED, "has no image encoder");
+
   /* Freed twice, and used after the free: reported, never a crash. */
   CHECK_OK(fm_session_create(model, NULL, &freed));
   CHECK_OK(fm_session_free(freed));
@@ -828,11 +840,73 @@ static int misuse(const char *modelPath, const char *work) {
   return failures ? 1 : 0;
 }
 
+/* A VLM: an image from a file, then one from a tensor, each taken by the
+ * placeholders of a prompt of ids (fm-run --tokens P --image F /
+ * --image-tensor F.npy). */
+static int vlm(const char *modelPath, const char *work) {
+  fm_model *model = NULL;
+  fm_session *session = NULL;
+  fm_sampler *greedy = NULL;
+  fm_model_info info = fm_model_info_default();
+  fm_generate_params gp = fm_generate_params_default();
+  fm_generation g = fm_generation_default();
+  int32_t prompt[512];
+  size_t n = 0, size;
+  int64_t i, rows = 0, width = 0;
+  const float *tokens = NULL;
+  const float few[3] = {0.0f, 0.0f, 0.0f};
+  char path[4096];
+  char *tensor;
+
+  CHECK_OK(fm_model_load(modelPath, NULL, &model));
+  CHECK_OK(fm_model_info_get(model, &info));
+  CHECK_OK(fm_session_create(model, NULL, &session));
+  CHECK_OK(fm_sampler_create(NULL, &greedy));
+  prompt[n++] = 1;
+  prompt[n++] = 2;
+  for (i = 0; i < info.image_tokens && n < 500; ++i)
+    prompt[n++] = (int32_t)info.image_token_id;
+  prompt[n++] = 4;
+  prompt[n++] = 5;
+  printIds("vlm prompt", prompt, n);
+  gp.max_new_tokens = 8;
+
+  snprintf(path, sizeof(path), "%s/image.png", work);
+  CHECK_OK(fm_session_add_image_file(session, path, &tokens, &rows, &width));
+  printf("vlm image tokens: %lld x %lld %d\n", (long long)rows, (long long)width,
+         tokens != NULL);
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("vlm file", g.tokens, g.n_tokens);
+
+  tensor = workFile(work, "image.f32", &size);
+  CHECK_OK(fm_session_reset(session));
+  CHECK_OK(fm_session_add_image_tensor(session, (const float *)(void *)tensor,
+                                       size / sizeof(float), NULL, NULL, NULL));
+  free(tensor);
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("vlm tensor", g.tokens, g.n_tokens);
+
+  /* The wrong size of tensor, and a file that is no image. */
+  EXPECT(fm_session_add_image_tensor(session, few, 3, NULL, NULL, NULL), FM_STATUS_ERROR,
+         "got 3 floats");
+  snprintf(path, sizeof(path), "%s/prompt_ids.txt", work);
+  EXPECT(fm_session_add_image_file(session, path, NULL, NULL, NULL), FM_STATUS_LOAD_FAILED,
+         "prompt_ids.txt");
+  printf("vlm misuse: %d checks, %d failed\n", checks, failures);
+
+  CHECK_OK(fm_sampler_free(greedy));
+  CHECK_OK(fm_session_free(session));
+  CHECK_OK(fm_model_free(model));
+  return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "run") == 0)
     return run(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "misuse") == 0)
     return misuse(argv[2], argv[3]);
-  fprintf(stderr, "usage: %s run|misuse MODEL.fmb WORK\n", argv[0]);
+  if (argc == 4 && strcmp(argv[1], "vlm") == 0)
+    return vlm(argv[2], argv[3]);
+  fprintf(stderr, "usage: %s run|misuse|vlm MODEL.fmb WORK\n", argv[0]);
   return 2;
 }

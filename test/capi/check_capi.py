@@ -13,7 +13,8 @@ against what fm-run, fm-tokenize and fmc print for the same inputs:
 generation from ids (greedy, sampled, by hand, after keep_prefix, from a
 buffer, with an adapter), text generation and its stop string, a chat of two
 turns, the chat template, the tokenizer, guided generation (JSON Schema,
-regex, GBNF, tools), perplexity with a KL base; and that the misuse cases
+regex, GBNF, tools), perplexity with a KL base, images from a file and a
+tensor into a tiny VLM (fm_vlm); and that the misuse cases
 (capi_test.c misuse) all pass. Prints one line per check and
 `N passed, N failed` at the end; exits 1 on a failure.
 """
@@ -95,6 +96,24 @@ def make_inputs(tool, work):
     }
     for name, text in files.items():
         open(os.path.join(work, name), "w", encoding="utf-8").write(text)
+    return fmb
+
+
+def make_vlm(tool, work):
+    """A tiny VLM (fm_vlm afm7-rw-tiny) and its images: a PNG and a random
+    preprocessed tensor, as .npy for fm-run and raw float32 for capi_test.c."""
+    import numpy as np
+    ck = os.path.join(work, "vlm")
+    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"),
+         "--family", "fm_vlm", "--preset", "afm7-rw-tiny", "--out", ck])
+    fmb = os.path.join(work, "vlm.fmb")
+    run([tool("fmc"), "compile", ck, "-o", fmb])
+    shutil.copy(os.path.join(ROOT, "examples", "images", "landscape.png"),
+                os.path.join(work, "image.png"))
+    size = json.load(open(os.path.join(ck, "config.json")))["vision_config"]["image_size"]
+    x = np.random.default_rng(3).standard_normal((3, size, size)).astype(np.float32)
+    np.save(os.path.join(work, "image.npy"), x)
+    x.tofile(os.path.join(work, "image.f32"))
     return fmb
 
 
@@ -239,6 +258,20 @@ def main():
     check(st.get("device") == "cpu" and st.get("threads") == 1 and st.get("adapters") == 0
           and st.get("position", 0) > 0, "C stats JSON", got.get("stats"))
     check(got.get("errors") == "[] [] [] [] []", "C no handle has an error")
+
+    vlm = make_vlm(tool, args.work)
+    out, _ = run([args.capi_test, "vlm", vlm, args.work])
+    got = parse(out)
+    prompt = got.get("vlm prompt", "").replace(" ", ",")
+    for name, flag, image in (("file", "--image", "image.png"),
+                              ("tensor", "--image-tensor", "image.npy")):
+        want = run([tool("fm-run"), vlm, "--threads", "1", "--tokens", prompt,
+                    "--max-new-tokens", "8", flag, os.path.join(args.work, image)])[0]
+        check(got.get("vlm " + name) == " ".join(want.decode().split()),
+              "C VLM, an image from a %s: fm-run %s's ids" % (name, flag),
+              "%r != %r" % (got.get("vlm " + name), want))
+    check(got.get("vlm image tokens", "").endswith(" 1"), "C the image's tokens handed out")
+    check(got.get("vlm misuse", "").endswith(", 0 failed"), "C VLM misuse")
 
     out, _ = run([args.capi_test, "misuse", fmb, args.work], ok=(0, 1))
     check(out.decode().strip().endswith(", 0 failed"), "C misuse: " + out.decode().strip())

@@ -30,23 +30,13 @@ fm::Expected<std::vector<float>> loadImage(const fm::ImageEncoderInfo &e,
     }
     return std::move(a.data);
   }
-  if (e.channels != 3 || e.height != e.width)
-    return fm::Status::error(
-        "--image " + path + ": the image encoder takes a [" +
-        std::to_string(e.channels) + ", " + std::to_string(e.height) + ", " +
-        std::to_string(e.width) +
-        "] tensor, not a square RGB image: give it with --image-tensor");
-  fm::image::Preprocess p;
-  p.size = e.height;
-  auto filter = fm::image::parseResample(e.resample);
-  if (!filter)
-    return filter.status();
-  p.resample = *filter;
-  for (int c = 0; c < 3; ++c) {
-    p.mean[c] = e.mean[c];
-    p.std[c] = e.std[c];
-  }
-  return fm::image::preprocessImageFile(path, p);
+  auto p = fm::image::preprocessFor(e);
+  if (!p)
+    return fm::Status::error("--image " + path + ": " + p.message() +
+                             (e.channels != 3 || e.height != e.width
+                                  ? ": give it with --image-tensor"
+                                  : ""));
+  return fm::image::preprocessImageFile(path, *p);
 }
 
 std::string imageFlag(const std::pair<bool, std::string> &image) {

@@ -547,6 +547,28 @@ FM_API fm_status fm_session_set_adapters(fm_session *session,
                                          const fm_adapter *const *adapters,
                                          const float *scales, size_t n);
 
+/* ------------------------------------------------------------------------
+ * Images (a VLM, or an image encoder alone)
+ * ---------------------------------------------------------------------- */
+
+/* Decodes a PNG or JPEG file, preprocesses it as the model's encoder says
+ * (fm_model_info's image_* fields) and encodes it. In a VLM its tokens are
+ * kept for the next prefill (fm_session_prefill, fm_session_generate_tokens):
+ * the prompt holds image_tokens placeholder ids (image_token_id) per image,
+ * the images in the order they were added. *tokens, *rows and *width (each
+ * may be NULL) get the encoder's rows x width floats, valid until the
+ * session's next call. */
+FM_API fm_status fm_session_add_image_file(fm_session *session,
+                                           const char *path,
+                                           const float **tokens,
+                                           int64_t *rows, int64_t *width);
+/* The same from an image already preprocessed: `count` floats
+ * [channels][height][width]. */
+FM_API fm_status fm_session_add_image_tensor(fm_session *session,
+                                             const float *tensor, size_t count,
+                                             const float **tokens,
+                                             int64_t *rows, int64_t *width);
+
 #ifdef __cplusplus
 }
 #endif

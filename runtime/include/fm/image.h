@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+namespace fm {
+struct ImageEncoderInfo; // fm/runtime.h
+}
+
 namespace fm::image {
 
 /// 8-bit RGB pixels, row-major, 3 bytes per pixel: what PIL's
@@ -72,6 +76,11 @@ struct Preprocess {
 /// [3][height][width] float32: (pixel / 255 − mean[c]) / std[c], computed
 /// in double (as numpy does) and rounded once.
 std::vector<float> toTensor(const RgbImage &image, const Preprocess &p);
+
+/// The preprocessing an image encoder declares (Model::imageEncoder()): its
+/// size, filter, mean and std. An error when it takes no square RGB image
+/// (such an encoder takes tensors only).
+Expected<Preprocess> preprocessFor(const ImageEncoderInfo &encoder);
 
 /// readImageFile, resize to p.size², toTensor.
 Expected<std::vector<float>> preprocessImageFile(const std::string &path,
