@@ -111,18 +111,6 @@ double TokenDistribution::probability(int32_t id) const {
   return 0.0;
 }
 
-double TokenDistribution::maxProbability() const {
-  switch (form_) {
-  case Form::Point:
-    return 1.0;
-  case Form::Dense:
-    return maxOf(weights_.data(), vocab_) / total_;
-  case Form::Sorted:
-    return candidates_.empty() ? 0.0 : candidates_[0].value / total_;
-  }
-  return 0.0;
-}
-
 void TokenDistribution::setPoint(int32_t id, int64_t vocab) {
   form_ = Form::Point;
   vocab_ = vocab;

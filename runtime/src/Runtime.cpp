@@ -480,6 +480,28 @@ std::string Model::tokenizerDigest() const {
   return format::hex(hasher.finish());
 }
 
+Status checkSameTokens(const Model &model, const Model &other,
+                       const std::string &role,
+                       const std::string &consequence) {
+  if (model.vocabSize() != other.vocabSize())
+    return Status::error("the " + role + " " + other.name() +
+                         " has a vocabulary of " +
+                         std::to_string(other.vocabSize()) + " tokens, " +
+                         model.name() + " one of " +
+                         std::to_string(model.vocabSize()) + ": " + consequence);
+  const std::string md = model.tokenizerDigest(), od = other.tokenizerDigest();
+  if (md == od)
+    return Status::ok();
+  auto which = [](const Model &x, const std::string &digest) {
+    return x.name() + (digest.empty() ? " embeds no tokenizer"
+                                      : " embeds tokenizer " + digest.substr(0, 16));
+  };
+  return Status::error("the " + role + " " + other.name() + " and " +
+                       model.name() + " do not tokenize alike: " +
+                       which(other, od) + ", " + which(model, md) +
+                       " (BLAKE2b of tokenizer.json and tokenizer_config.json)");
+}
+
 const std::string &Model::signedBy() const { return impl_->signedBy; }
 uint64_t Model::sessionBytes() const { return impl_->sessionBytes; }
 uint64_t Model::copiedWeightBytes() const { return impl_->copiedWeights; }
@@ -696,6 +718,10 @@ const Status &Session::status() const { return impl_->status; }
 const Model &Session::model() const { return *impl_->model; }
 int Session::threads() const { return impl_->exec ? impl_->exec->threads() : 0; }
 int64_t Session::position() const { return impl_->position; }
+Communicator &Session::communicator() const {
+  static SingleProcess alone; // a session that could not be built
+  return impl_->exec ? impl_->exec->comm() : alone;
+}
 
 Status Session::reset() {
   if (!impl_->status)

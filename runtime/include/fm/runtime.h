@@ -231,6 +231,17 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// Whether `other`, used as `model`'s `role` ("draft", "KL base"), means
+/// by each token id what `model` does: the same logits width
+/// (Model::vocabSize) and the same embedded tokenizer, or none in both
+/// (Model::tokenizerDigest). Otherwise an error naming both files: "the
+/// ROLE B has a vocabulary of N tokens, A one of M: CONSEQUENCE", or "the
+/// ROLE B and A do not tokenize alike: B embeds tokenizer 0123…, A embeds
+/// no tokenizer (BLAKE2b of tokenizer.json and tokenizer_config.json)".
+Status checkSameTokens(const Model &model, const Model &other,
+                       const std::string &role,
+                       const std::string &consequence);
+
 /// A LoRA adapter attached to a session, with a scale that multiplies its
 /// alpha / r (llama.cpp's --lora-scaled; 1: as trained, 0: no effect).
 struct AdapterUse {
@@ -412,6 +423,12 @@ public:
   const Status &status() const;
   const Model &model() const;
   int threads() const;
+
+  /// The ranks the session runs on with its model (SessionOptions::
+  /// communicator; a single process of its own when none was given): every
+  /// rank must make the same calls, so a decision one rank makes (a sample)
+  /// is broadcast from rank 0.
+  Communicator &communicator() const;
 
   /// Forgets the context: the next token goes to position 0.
   Status reset();

@@ -24,8 +24,6 @@ public:
   /// The probability of `id` (0 for ids that were cut, and outside the
   /// vocabulary). O(1) but for top-k/top-p, where it is O(candidates).
   double probability(int32_t id) const;
-  /// The largest probability of any id.
-  double maxProbability() const;
   /// Whether drawing needs no random number: greedy, or a point mass.
   bool deterministic() const { return form_ == Form::Point; }
 

@@ -45,22 +45,7 @@ Expected<Logits> runWindow(Session &session, const std::vector<int32_t> &window,
 } // namespace
 
 Status checkPerplexityBase(const Model &m, const Model &b) {
-  if (m.vocabSize() != b.vocabSize())
-    return Status::error("the KL base " + b.name() + " has a vocabulary of " +
-                         str(b.vocabSize()) + " tokens, " + m.name() +
-                         " one of " + str(m.vocabSize()) +
-                         ": they cannot be compared token by token");
-  const std::string md = m.tokenizerDigest(), bd = b.tokenizerDigest();
-  if (md == bd)
-    return Status::ok();
-  auto which = [](const Model &x, const std::string &digest) {
-    return x.name() + (digest.empty() ? " embeds no tokenizer"
-                                      : " embeds tokenizer " + digest.substr(0, 16));
-  };
-  return Status::error("the KL base " + b.name() + " and " + m.name() +
-                       " do not tokenize alike: " + which(b, bd) + ", " +
-                       which(m, md) +
-                       " (BLAKE2b of tokenizer.json and tokenizer_config.json)");
+  return checkSameTokens(m, b, "KL base", "they cannot be compared token by token");
 }
 
 Expected<PerplexityResult> perplexity(Session &model,

@@ -1,9 +1,10 @@
 // Session::generate with text: the model's tokenizer on both ends, the
-// streaming decoder, stop ids and stop strings (fm/runtime.h).
+// streaming decoder, stop ids and stop strings (fm/runtime.h), and the text
+// end of a generation that generateTextSpeculative shares (TextOutput.h).
 #include "fm/runtime.h"
 
 #include "fm/sampler.h"
-#include "text/StopStrings.h"
+#include "text/TextOutput.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,79 @@ Expected<Generation> Session::generate(std::string_view prompt, Sampler &sampler
   return generateText(*ids, sampler, options, callback);
 }
 
+namespace rt {
+
+Expected<TextIds> textIds(const Model &m, const Tokenizer &tokenizer,
+                          const GenerateOptions &options) {
+  const int64_t vocab = m.vocabSize();
+  TextIds ids;
+  ids.isStop.assign(static_cast<size_t>(vocab), 0);
+  auto addStops = [&](const std::vector<int32_t> &stops) -> Status {
+    for (int32_t id : stops) {
+      if (id < 0 || id >= vocab)
+        return Status::error(m.name() + ": stop id " + std::to_string(id) +
+                             " is out of range (vocab " + std::to_string(vocab) +
+                             ")");
+      ids.isStop[static_cast<size_t>(id)] = 1;
+    }
+    return Status::ok();
+  };
+  FM_RETURN_IF_ERROR(addStops(options.stopIds));
+  if (options.useModelStopIds)
+    FM_RETURN_IF_ERROR(addStops(m.stopIds()));
+  // Ids past the tokenizer's vocabulary (a model's padded embedding) or in
+  // its holes have no text: they are never sampled.
+  for (int64_t id = 0; id < vocab; ++id)
+    if (!tokenizer.hasId(static_cast<TokenId>(id)))
+      ids.textless.push_back(static_cast<int32_t>(id));
+  return ids;
+}
+
+TextOutput::TextOutput(const Tokenizer &tokenizer, const GenerateOptions &options,
+                       const std::vector<uint8_t> &isStop,
+                       const TextCallback &callback, Generation *g)
+    : isStop_(isStop), callback_(callback), g_(g),
+      decoder_(tokenizer, options.skipSpecialTokens), stops_(options.stopStrings) {}
+
+void TextOutput::emit(const std::string &piece) {
+  if (piece.empty() || !listening_)
+    return;
+  g_->text += piece;
+  if (callback_ && !callback_(piece))
+    listening_ = false;
+}
+
+Expected<bool> TextOutput::push(int32_t token) {
+  g_->tokens.push_back(token);
+  if (isStop_[static_cast<size_t>(token)]) {
+    g_->stop = StopReason::StopId;
+    return false;
+  }
+  Expected<std::string> piece = decoder_.push(token);
+  if (!piece)
+    return piece.status();
+  emit(stops_.push(*piece));
+  if (stops_.stopped()) {
+    g_->stop = StopReason::StopString;
+    return false;
+  }
+  if (!listening_) {
+    g_->stop = StopReason::Callback;
+    return false;
+  }
+  return true;
+}
+
+void TextOutput::finish() {
+  // (What ended the generation stays its reason.)
+  if (g_->stop == StopReason::StopString || g_->stop == StopReason::Callback)
+    return;
+  emit(stops_.push(decoder_.finish()));
+  emit(stops_.finish());
+}
+
+} // namespace rt
+
 Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
                                            Sampler &sampler,
                                            const GenerateOptions &options,
@@ -68,27 +142,10 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
   if (!tokenizer)
     return tokenizer.status();
   const int64_t vocab = m.vocabSize();
-
-  std::vector<uint8_t> isStop(static_cast<size_t>(vocab), 0);
-  auto addStops = [&](const std::vector<int32_t> &ids) -> Status {
-    for (int32_t id : ids) {
-      if (id < 0 || id >= vocab)
-        return Status::error(m.name() + ": stop id " + std::to_string(id) +
-                             " is out of range (vocab " + std::to_string(vocab) +
-                             ")");
-      isStop[static_cast<size_t>(id)] = 1;
-    }
-    return Status::ok();
-  };
-  FM_RETURN_IF_ERROR(addStops(options.stopIds));
-  if (options.useModelStopIds)
-    FM_RETURN_IF_ERROR(addStops(m.stopIds()));
-  // Ids past the tokenizer's vocabulary (a model's padded embedding) or in
-  // its holes have no text: they are never sampled.
-  std::vector<int32_t> textless;
-  for (int64_t id = 0; id < vocab; ++id)
-    if (!tokenizer->hasId(static_cast<TokenId>(id)))
-      textless.push_back(static_cast<int32_t>(id));
+  Expected<rt::TextIds> ids = rt::textIds(m, *tokenizer, options);
+  if (!ids)
+    return ids.status();
+  const std::vector<int32_t> &textless = ids->textless;
 
   Generation g;
   g.prompt = prompt;
@@ -102,17 +159,7 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
   g.firstRunMs = stats().firstRunMs - firstRunMs0;
   g.prefillMs = msSince(t0) - g.firstRunMs;
 
-  StreamDecoder decoder(*tokenizer, options.skipSpecialTokens);
-  rt::StopStrings stops(options.stopStrings);
-  bool listening = true; // the callback has not said stop
-  auto emit = [&](const std::string &piece) {
-    if (piece.empty() || !listening)
-      return;
-    g.text += piece;
-    if (callback && !callback(piece))
-      listening = false;
-  };
-
+  rt::TextOutput out(*tokenizer, options, ids->isStop, callback, &g);
   const int64_t capacity = m.contextLength();
   const float *logits = first->last();
   std::vector<float> masked;
@@ -139,23 +186,11 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
     if (!sampled)
       return sampled.status();
     const int32_t token = *sampled;
-    g.tokens.push_back(token);
-    if (isStop[static_cast<size_t>(token)]) {
-      g.stop = StopReason::StopId;
+    Expected<bool> more = out.push(token);
+    if (!more)
+      return more.status();
+    if (!*more)
       break;
-    }
-    Expected<std::string> piece = decoder.push(token);
-    if (!piece)
-      return piece.status();
-    emit(stops.push(*piece));
-    if (stops.stopped()) {
-      g.stop = StopReason::StopString;
-      break;
-    }
-    if (!listening) {
-      g.stop = StopReason::Callback;
-      break;
-    }
     if (i + 1 == options.maxNewTokens) {
       g.stop = StopReason::MaxTokens;
       break;
@@ -172,13 +207,9 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
     g.decodeTokens += 1;
     logits = *next;
   }
-  if (g.stop != StopReason::StopString && g.stop != StopReason::Callback) {
-    // An unfinished character at the end, and text held back for a stop
-    // string that did not complete.
-    // (What ended the generation stays its reason.)
-    emit(stops.push(decoder.finish()));
-    emit(stops.finish());
-  }
+  // An unfinished character at the end, and text held back for a stop
+  // string that did not complete.
+  out.finish();
   return g;
 }
 
