@@ -261,6 +261,25 @@ fm::Expected<int> TextGuide::finish(const fm::Generation &generation) {
 
 namespace {
 
+/// --prompt with --draft / --lookup: the prompt encoded as Session::generate
+/// encodes it, then fm::generateTextSpeculative.
+fm::Expected<fm::Generation> generateDrafted(Loaded &loaded, const std::string &prompt,
+                                             fm::Sampler &sampler,
+                                             const fm::GenerateOptions &options,
+                                             const fm::TextCallback &streamed,
+                                             fm::SpeculativeStats *stats) {
+  fm::Expected<fm::Tokenizer> tokenizer = loaded.model->tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
+  fm::Expected<std::vector<fm::TokenId>> ids =
+      tokenizer->encode(prompt, options.addSpecialTokens);
+  if (!ids)
+    return ids.status();
+  return fm::generateTextSpeculative(*loaded.session, *loaded.drafting->drafter, *ids,
+                                     sampler, options, loaded.drafting->options, streamed,
+                                     stats);
+}
+
 int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
   const bool leader = !comm || comm->rank() == 0;
   std::string prompt = args.prompt;
@@ -286,7 +305,10 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
     return abortAll(withImages.message());
   prompt = std::move(*withImages);
   auto t0 = std::chrono::steady_clock::now();
-  auto g = loaded.session->generate(prompt, sampler, options, streamed);
+  fm::SpeculativeStats drafted; // --draft, --lookup
+  auto g = loaded.drafting ? generateDrafted(loaded, prompt, sampler, options, streamed,
+                                             &drafted)
+                           : loaded.session->generate(prompt, sampler, options, streamed);
   if (!g)
     return abortAll(g.message());
   const double totalMs = msSince(t0);
@@ -310,7 +332,7 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  "\"stop\": \"%s\", \"peak_rss_mb\": %.1f, \"threads\": %d, "
                  "\"ranks\": %d, \"device\": \"%s\", \"prompt_ids\": %s, "
                  "\"generated_ids\": %s, \"images\": %zu, \"encode_ms\": %.3f, "
-                 "\"gemm_repack_ms\": %.3f, %s}\n",
+                 "\"gemm_repack_ms\": %.3f, %s%s%s}\n",
                  loaded.loadMs, static_cast<long long>(g->promptTokens),
                  perSecond(g->promptTokens, g->prefillMs),
                  static_cast<long long>(g->tokens.size()),
@@ -319,7 +341,9 @@ int runPrompt(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
                  loaded.session->threads(), comm ? comm->size() : 1,
                  loaded.model->device().c_str(), idsJson(g->prompt).c_str(),
                  idsJson(g->tokens).c_str(), args.images.size(), encodeMs,
-                 g->firstRunMs, launchesJson(loaded.session->stats()).c_str());
+                 g->firstRunMs, launchesJson(loaded.session->stats()).c_str(),
+                 loaded.drafting ? ", " : "",
+                 speculativeJson(loaded.drafting.get(), drafted).c_str());
   }
   return *guided;
 }
@@ -362,6 +386,12 @@ int runText(const TextArgs &args, fm::Communicator *comm) {
       loaded.bias = std::move(*bias);
     else
       error = bias.message();
+  }
+  if (error.empty() && args.speculative.enabled()) {
+    loaded.drafting = std::make_unique<Drafting>();
+    error = makeDrafting(args.speculative, args, *loaded.model, args.temperature, args.topK,
+                         args.topP, args.seed, !comm || comm->rank() == 0,
+                         loaded.drafting.get());
   }
   if (ranks > 1) {
     float failed = error.empty() ? 0.0f : 1.0f;

@@ -6,6 +6,7 @@
 #include "Guided.h"
 #include "Images.h"
 #include "LogitBias.h"
+#include "Speculative.h"
 
 #include "fm/communicator.h"
 #include "fm/constrained_logits.h"
@@ -43,6 +44,7 @@ struct TextArgs {
   std::vector<std::string> logitBias; // --logit-bias ID=BIAS
   std::vector<std::string> adapters;  // --adapter FILE[:scale]
   ImageArgs images; // --image, --image-tensor: one per <image> marker
+  SpeculativeArgs speculative; // --draft, --lookup and their options
 };
 
 /// Whether the command line asks for a text mode.
@@ -60,6 +62,7 @@ int fail(const std::string &message);
 struct Loaded {
   std::shared_ptr<fm::Model> model;
   std::unique_ptr<fm::Session> session;
+  std::unique_ptr<Drafting> drafting; // --draft, --lookup (--prompt)
   double loadMs = 0.0;
   std::unique_ptr<Guided> guided; // null: no guided option
   LogitBias bias;                 // --logit-bias
