@@ -60,9 +60,8 @@ std::string speculativeConflicts(const CLI::App &app, const SpeculativeArgs &arg
   if (args.draftMin > args.draftMax)
     return "--draft-min " + std::to_string(args.draftMin) +
            ": must be at most --draft-max (" + std::to_string(args.draftMax) + ")";
-  // What speculative decoding does not do: score, per-step logits, chat
-  // turns, images.
-  for (const char *name : {"--perplexity", "--score", "--logits-out", "--chat",
+  // What speculative decoding does not do: score, chat turns, images.
+  for (const char *name : {"--perplexity", "--score", "--chat",
                            "--chat-file", "--image", "--image-tensor",
                            "--image-tokens-out"})
     if (app.count(name))

@@ -323,6 +323,7 @@ int run(const Args &args, const fmrun::TextArgs &text, fm::Communicator *comm) {
                                               args.seed, leader, drafting.get());
           !e.empty())
         return e;
+      drafting->options.keepLogits = !args.logitsOut.empty();
     }
     loadMs = msSince(t0);
     return {};
@@ -390,6 +391,8 @@ int run(const Args &args, const fmrun::TextArgs &text, fm::Communicator *comm) {
     if (!r)
       return abortAll(r.message());
     generated = std::move(r->tokens);
+    if (leader)
+      logitRows = std::move(r->logits);
     prefillMs = r->prefillMs;
     repackMs = r->firstRunMs;
     decodeMs = r->decodeMs;

@@ -53,6 +53,12 @@ struct SpeculativeOptions {
   /// Prompt tokens per prefill call, of the target and of a draft model
   /// (Session::prefill's `chunk`; 0: the program's max rows).
   int64_t prefillChunk = 0;
+  /// Keep the target's logits row of every token taken
+  /// (SpeculativeResult::logits), as the verification passes computed them
+  /// after the rollbacks before them, and, when the generation ran to
+  /// maxNewTokens with room left, the row after the last token, which is
+  /// then fed: fm-run --logits-out's rows, to compare with plain decoding.
+  bool keepLogits = false;
 };
 
 /// What speculative decoding did (as counted on rank 0, which drafts).
@@ -157,6 +163,9 @@ struct SpeculativeResult {
   /// Wall time of the prompt's prefill (without firstRunMs: the one-time
   /// GEMM repack) and of everything after it.
   double prefillMs = 0.0, decodeMs = 0.0, firstRunMs = 0.0;
+  /// With SpeculativeOptions::keepLogits: [rows][vocab] raw target logits
+  /// (before the constraint), row r the one token r was taken from.
+  std::vector<float> logits;
 };
 
 /// Prefills `prompt` into `target` (at position()), takes its first token

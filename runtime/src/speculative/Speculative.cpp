@@ -78,6 +78,10 @@ private:
   /// Rank 0's acceptance at drafted position i: the token taken, and
   /// whether it is the draft's.
   int32_t judge(const float *row, const Edit &edit, int64_t i, bool *accepted);
+  void keepRow(const float *row) {
+    if (options_.keepLogits)
+      result_.logits.insert(result_.logits.end(), row, row + vocab_);
+  }
   std::string where() const {
     return target_.model().name() + ": speculative decoding: ";
   }
@@ -200,6 +204,7 @@ Expected<int32_t> Rounds::decide(const Logits &rows, int64_t drafted) {
     for (int32_t i = 0; i < count; ++i) {
       if (i > 0)
         FM_RETURN_IF_ERROR(probe(&nextEdit_));
+      keepRow(rows.row(i));
       Expected<int32_t> after = take(taken[i]);
       if (!after)
         return after.status();
@@ -225,6 +230,7 @@ Expected<int32_t> Rounds::decide(const Logits &rows, int64_t drafted) {
       token = sampler_.draw(target_p_);
     }
     taken[count++] = token;
+    keepRow(rows.row(i));
     Expected<int32_t> after = take(token);
     if (!after)
       return after.status();
@@ -347,6 +353,14 @@ Expected<SpeculativeResult> Rounds::run(const std::vector<int32_t> &prompt) {
   }
   if (*end != kGoOn)
     result_.stop = stopOf(*end);
+  // The row after the last token, as plain decoding computes it.
+  if (options_.keepLogits && *end == kMaxTokens &&
+      (capacity == 0 || static_cast<int64_t>(context_.size()) <= capacity)) {
+    Expected<const float *> row = target_.decode(context_.back());
+    if (!row)
+      return row.status();
+    keepRow(*row);
+  }
   result_.decodeMs = msSince(t1);
   return std::move(result_);
 }
