@@ -113,25 +113,32 @@ fm::Status BiasedConstraint::accept(int32_t token) {
 std::string speculativeJson(const Drafting *drafting, const fm::SpeculativeStats &st) {
   if (!drafting)
     return {};
-  std::string byPosition = "[";
+  auto list = [](const std::vector<int64_t> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::string rates = "[";
   for (size_t i = 0; i < st.draftedAt.size(); ++i) {
     char x[32];
     std::snprintf(x, sizeof(x), "%s%.4f", i ? ", " : "",
                   st.draftedAt[i] ? double(st.acceptedAt[i]) / double(st.draftedAt[i]) : 0.0);
-    byPosition += x;
+    rates += x;
   }
-  byPosition += "]";
+  rates += "]";
   char line[512];
   std::snprintf(line, sizeof(line),
                 "\"drafter\": \"%s\", \"drafted\": %lld, \"accepted\": %lld, "
                 "\"acceptance_rate\": %.4f, \"target_passes\": %lld, "
-                "\"verify_passes\": %lld, \"tokens_per_pass\": %.4f, "
-                "\"acceptance_by_position\": ",
+                "\"verify_passes\": %lld, \"tokens_per_pass\": %.4f, ",
                 drafting->model ? "draft" : "lookup", static_cast<long long>(st.drafted),
                 static_cast<long long>(st.accepted), st.acceptanceRate(),
                 static_cast<long long>(st.targetPasses), static_cast<long long>(st.rounds),
                 st.tokensPerPass());
-  return line + byPosition;
+  return line + std::string("\"acceptance_by_position\": ") + rates +
+         ", \"drafted_by_position\": " + list(st.draftedAt) +
+         ", \"accepted_by_position\": " + list(st.acceptedAt);
 }
 
 } // namespace fmrun

@@ -68,13 +68,23 @@ Status ModelDrafter::draft(const std::vector<int32_t> &context, int64_t max,
   if (max <= 0)
     return Status::ok();
   FM_RETURN_IF_ERROR(session_.keepPrefix(static_cast<int64_t>(common)));
-  Expected<Logits> fed =
-      session_.prefill(context.data() + common,
-                       static_cast<int64_t>(context.size() - common),
-                       /*allLogits=*/false, chunk_);
-  if (!fed)
-    return fed.status();
-  const float *row = fed->last();
+  // One new token (every round but the first, mostly) takes the decode
+  // program, as plain decoding would; more take the prefill.
+  const float *row;
+  if (context.size() - common == 1) {
+    Expected<const float *> next = session_.decode(context.back());
+    if (!next)
+      return next.status();
+    row = *next;
+  } else {
+    Expected<Logits> fed =
+        session_.prefill(context.data() + common,
+                         static_cast<int64_t>(context.size() - common),
+                         /*allLogits=*/false, chunk_);
+    if (!fed)
+      return fed.status();
+    row = fed->last();
+  }
   if (static_cast<int64_t>(out->from.size()) < max)
     out->from.resize(static_cast<size_t>(max));
   for (int64_t i = 0; i < max; ++i) {
