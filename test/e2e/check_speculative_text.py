@@ -16,6 +16,10 @@ some positions). Greedy, with the draft and with --lookup 2, against plain:
   - --prompt --logit-bias EOS=8: both end at the end-of-sequence id at the
     same token (stop "stop-id"); --logit-bias on a plain id: the same text;
   - --prompt --json-schema and --tokens --tokenizer --regex: the same output;
+  - LoRA adapters (gen_checkpoint.py --lora-out, strength 1): --adapter on the
+    model with a draft gives plain --adapter's ids; --draft-adapter (compiled
+    for the draft) changes what the draft proposes (other acceptance counts)
+    but not the output;
   - sampled (temperature 1, seeds 1-4) --prompt --json-schema with the
     draft: every output validates against the schema (python3-jsonschema),
     and every generation ended at a stop id.
@@ -140,6 +144,25 @@ def main():
         out, _ = checks.run([tool("fm-run"), w("target.fmb")] + rx + d)
         check(out == out_plain, "--tokens --tokenizer --regex with --%s: plain's text %r" % (
             name, out.decode()))
+
+    # Adapters: the model's own (--adapter) and the draft's (--draft-adapter).
+    checks.run(["/usr/bin/python3", GEN, "--family", "llama", "--preset", "tiny",
+                "--set", "vocab_size=4096", "--lora-out", w("lora"), "--lora-strength", "1"])
+    checks.run([tool("fmc"), "compile-adapter", w("lora"), "--base", w("target.fmb"), "-o",
+                w("target.fmba")])
+    checks.run([tool("fmc"), "compile-adapter", w("lora"), "--base", w("draft.fmb"), "-o",
+                w("draft.fmba")])
+    _, ast = fm_run(prompt + ["--adapter", w("target.fmba")])
+    _, st = fm_run(prompt + ["--adapter", w("target.fmba")] + drafters["draft"])
+    check(st["generated_ids"] == ast["generated_ids"] and ast["generated_ids"] !=
+          pst["generated_ids"], "--adapter with --draft: plain --adapter's ids (not the "
+          "model's without it)")
+    _, dst = fm_run(prompt + drafters["draft"] + ["--draft-adapter", w("draft.fmba")])
+    _, nst = fm_run(prompt + drafters["draft"])
+    check(dst["generated_ids"] == pst["generated_ids"] and
+          dst["accepted_by_position"] != nst["accepted_by_position"],
+          "--draft-adapter: plain's ids, other drafts (accepted by position %s, without it "
+          "%s)" % (dst["accepted_by_position"], nst["accepted_by_position"]))
 
     # Sampled and guided: valid outputs.
     records, ends = [], []

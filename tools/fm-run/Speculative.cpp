@@ -43,11 +43,18 @@ void addSpeculativeOptions(CLI::App &app, SpeculativeArgs &args) {
                      "in [0, 1] (default 0: always --draft-max)")
           ->default_val(0.0f),
       [](double p) { return p >= 0.0 && p <= 1.0; }, "must be in [0, 1]");
+  app.add_option("--draft-adapter", args.draftAdapters,
+                 "attach a LoRA adapter compiled for the draft (fmc "
+                 "compile-adapter --base draft.fmb) to the draft, as "
+                 "FILE[:scale]; repeatable (--adapter attaches to the model)")
+      ->allow_extra_args(false);
 }
 
 std::string speculativeConflicts(const CLI::App &app, const SpeculativeArgs &args) {
   if (!args.draft.empty() && args.lookup > 0)
     return "--draft and --lookup are two drafters: pick one";
+  if (args.draft.empty() && app.count("--draft-adapter"))
+    return "--draft-adapter is for --draft";
   if (!args.enabled()) {
     for (const char *name : {"--draft-max", "--draft-min", "--draft-p-min"})
       if (app.count(name))
@@ -85,8 +92,10 @@ std::string makeDrafting(const SpeculativeArgs &args, const TextArgs &text,
     return "--draft: " + e;
   if (fm::Status s = fm::checkDraft(target, *out->model); !s)
     return "--draft: " + s.message();
-  // The draft runs in this process alone, without the model's adapters.
-  if (std::string e = makeSession(text, out->model, {}, nullptr, &out->session); !e.empty())
+  // The draft runs in this process alone, with its own adapters.
+  if (std::string e = makeSession(text, out->model, args.draftAdapters, nullptr,
+                                  &out->session);
+      !e.empty())
     return "--draft: " + e;
   if (leader)
     std::fprintf(stderr, "fm-run: draft %s (%lld layers, %.1f MB of weights)\n",

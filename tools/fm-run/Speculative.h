@@ -26,11 +26,13 @@ struct SpeculativeArgs {
   int64_t draftMax = 4;   // --draft-max K
   int64_t draftMin = 0;   // --draft-min M
   float draftPMin = 0.0f; // --draft-p-min P
+  std::vector<std::string> draftAdapters; // --draft-adapter FILE[:scale]
 
   bool enabled() const { return !draft.empty() || lookup > 0; }
 };
 
-/// Adds --draft, --lookup, --draft-max, --draft-min, --draft-p-min.
+/// Adds --draft, --lookup, --draft-max, --draft-min, --draft-p-min,
+/// --draft-adapter.
 void addSpeculativeOptions(CLI::App &app, SpeculativeArgs &args);
 
 /// The options that do not go together with a drafter, and the drafter
@@ -39,8 +41,9 @@ std::string speculativeConflicts(const CLI::App &app, const SpeculativeArgs &arg
 
 /// A drafter for the target `target`: --draft loads the draft artifact with
 /// the load options of `text` (checked against the target: fm::checkDraft)
-/// and builds its session (--threads, --activations; one process), sampling
-/// with the target's settings and seed + 1; --lookup needs nothing.
+/// and builds its session (--threads, --activations, --draft-adapter; one
+/// process), sampling with the target's settings and seed + 1; --lookup
+/// needs nothing.
 struct Drafting {
   std::shared_ptr<fm::Model> model; // --draft
   std::unique_ptr<fm::Session> session;
