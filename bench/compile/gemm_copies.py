@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "models"))
-from llama29b import VOCAB, write_checkpoint  # noqa: E402
+from llama29b import VOCAB, checkpoint  # noqa: E402
 
 
 def run(cmd):
@@ -62,9 +62,7 @@ def main():
     fmc = os.path.join(args.build, "bin", "fmc")
     fm_run = os.path.join(args.build, "bin", "fm-run")
     os.makedirs(args.work, exist_ok=True)
-    ckpt = os.path.join(args.work, "llama%d_hf" % args.layers)
-    if not os.path.exists(os.path.join(ckpt, "config.json")):
-        write_checkpoint(ckpt, args.layers)
+    ckpt = checkpoint(args.work, args.layers)
 
     kinds = {"no copies (repack at run time)": ["--no-cpu-gemm-copies"],
              "copies in the artifact": []}

@@ -79,3 +79,11 @@ def write_checkpoint(out, layers):
               "max_position_embeddings": 2048}
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f)
+
+
+def checkpoint(work, layers):
+    """WORK/llama<layers>_hf: written on the first call, reused after."""
+    path = os.path.join(work, "llama%d_hf" % layers)
+    if not os.path.exists(os.path.join(path, "config.json")):
+        write_checkpoint(path, layers)
+    return path

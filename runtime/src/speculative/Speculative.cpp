@@ -3,6 +3,8 @@
 // broadcasts the drafts and the tokens taken, and every rank follows.
 #include "fm/speculative.h"
 
+#include "base/Clock.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,12 +14,6 @@
 namespace fm {
 
 namespace {
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - t0)
-      .count();
-}
 
 constexpr float kForbidden = -std::numeric_limits<float>::infinity();
 

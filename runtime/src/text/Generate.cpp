@@ -3,6 +3,7 @@
 // end of a generation that generateTextSpeculative shares (TextOutput.h).
 #include "fm/runtime.h"
 
+#include "base/Clock.h"
 #include "fm/sampler.h"
 #include "text/TextOutput.h"
 
@@ -12,16 +13,6 @@
 #include <limits>
 
 namespace fm {
-
-namespace {
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - t0)
-      .count();
-}
-
-} // namespace
 
 const char *stopReasonName(StopReason reason) {
   switch (reason) {
@@ -56,10 +47,17 @@ Expected<Generation> Session::generate(std::string_view prompt, Sampler &sampler
 
 namespace rt {
 
-Expected<TextIds> textIds(const Model &m, const Tokenizer &tokenizer,
+Expected<TextIds> textIds(const Model &m, const std::vector<int32_t> &prompt,
                           const GenerateOptions &options) {
+  if (prompt.empty())
+    return Status::error(m.name() + ": the prompt is empty (no tokens)");
+  if (options.maxNewTokens < 0)
+    return Status::error(m.name() + ": maxNewTokens is negative");
+  Expected<Tokenizer> tokenizer = m.tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
   const int64_t vocab = m.vocabSize();
-  TextIds ids;
+  TextIds ids{*tokenizer, {}, {}};
   ids.isStop.assign(static_cast<size_t>(vocab), 0);
   auto addStops = [&](const std::vector<int32_t> &stops) -> Status {
     for (int32_t id : stops) {
@@ -77,7 +75,7 @@ Expected<TextIds> textIds(const Model &m, const Tokenizer &tokenizer,
   // Ids past the tokenizer's vocabulary (a model's padded embedding) or in
   // its holes have no text: they are never sampled.
   for (int64_t id = 0; id < vocab; ++id)
-    if (!tokenizer.hasId(static_cast<TokenId>(id)))
+    if (!ids.tokenizer.hasId(static_cast<TokenId>(id)))
       ids.textless.push_back(static_cast<int32_t>(id));
   return ids;
 }
@@ -134,15 +132,8 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
   if (!status())
     return status();
   const Model &m = model();
-  if (prompt.empty())
-    return Status::error(m.name() + ": the prompt is empty (no tokens)");
-  if (options.maxNewTokens < 0)
-    return Status::error(m.name() + ": maxNewTokens is negative");
-  Expected<Tokenizer> tokenizer = m.tokenizer();
-  if (!tokenizer)
-    return tokenizer.status();
   const int64_t vocab = m.vocabSize();
-  Expected<rt::TextIds> ids = rt::textIds(m, *tokenizer, options);
+  Expected<rt::TextIds> ids = rt::textIds(m, prompt, options);
   if (!ids)
     return ids.status();
   const std::vector<int32_t> &textless = ids->textless;
@@ -159,7 +150,7 @@ Expected<Generation> Session::generateText(const std::vector<int32_t> &prompt,
   g.firstRunMs = stats().firstRunMs - firstRunMs0;
   g.prefillMs = msSince(t0) - g.firstRunMs;
 
-  rt::TextOutput out(*tokenizer, options, ids->isStop, callback, &g);
+  rt::TextOutput out(ids->tokenizer, options, ids->isStop, callback, &g);
   const int64_t capacity = m.contextLength();
   const float *logits = first->last();
   std::vector<float> masked;

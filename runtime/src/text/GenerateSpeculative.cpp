@@ -48,22 +48,14 @@ Expected<Generation> generateTextSpeculative(
     const SpeculativeOptions &speculative, const TextCallback &callback,
     SpeculativeStats *stats) {
   FM_RETURN_IF_ERROR(target.status());
-  const Model &m = target.model();
-  if (prompt.empty())
-    return Status::error(m.name() + ": the prompt is empty (no tokens)");
-  if (options.maxNewTokens < 0)
-    return Status::error(m.name() + ": maxNewTokens is negative");
-  Expected<Tokenizer> tokenizer = m.tokenizer();
-  if (!tokenizer)
-    return tokenizer.status();
-  Expected<rt::TextIds> ids = rt::textIds(m, *tokenizer, options);
+  Expected<rt::TextIds> ids = rt::textIds(target.model(), prompt, options);
   if (!ids)
     return ids.status();
 
   Generation g;
   g.prompt = prompt;
   g.promptTokens = static_cast<int64_t>(prompt.size());
-  rt::TextOutput out(*tokenizer, options, ids->isStop, callback, &g);
+  rt::TextOutput out(ids->tokenizer, options, ids->isStop, callback, &g);
   Status failed = Status::ok();
   auto taken = [&](int32_t token) {
     Expected<bool> more = out.push(token);

@@ -14,15 +14,18 @@
 
 namespace fm::rt {
 
-/// The ids that end a generation of `options` (its stopIds, and the
+/// What a text generation of `prompt` with `options` starts from: the
+/// model's tokenizer, the ids that end it (options' stopIds, and the
 /// model's unless useModelStopIds is off) as a table by id, and the ids the
-/// tokenizer has no text for (a padded embedding's, holes), which are
-/// never sampled. An error names the model and a stop id out of range.
+/// tokenizer has no text for (a padded embedding's, holes), which are never
+/// sampled. An error names the model and what is wrong: an empty prompt, a
+/// negative maxNewTokens, no tokenizer, a stop id out of range.
 struct TextIds {
+  Tokenizer tokenizer;
   std::vector<uint8_t> isStop;
   std::vector<int32_t> textless;
 };
-Expected<TextIds> textIds(const Model &model, const Tokenizer &tokenizer,
+Expected<TextIds> textIds(const Model &model, const std::vector<int32_t> &prompt,
                           const GenerateOptions &options);
 
 /// Takes the tokens of one generation in order and hands its text to the
