@@ -33,7 +33,8 @@ draft, no rollback), both with --logits-out:
     gives differences of the order of max|logit|);
   - --stats: every token after the first came from a target pass or an
     accepted draft (generated = 1 + target_passes + accepted), the self draft
-    is (nearly) always accepted.
+    is (nearly) always accepted;
+and with --max-new-tokens 0 --logits-out the row after the prompt, plain's.
 With --context N the target is compiled with that context, shorter than the
 prompt plus the tokens asked for: both paths stop where it is full.
 Prints one line per check and `N passed, N failed` at the end.
@@ -169,6 +170,16 @@ def main():
                         check(st["acceptance_rate"] >= 0.9,
                               "%s: the target as its own draft: %.2f of the drafts taken" % (
                                   what, st["acceptance_rate"]))
+    # No token asked for: the prompt's last row, as plain decoding keeps it.
+    cmd = [tool("fm-run"), w("target.fmb"), "--tokens", PROMPTS["plain"],
+           "--max-new-tokens", "0"] + args.run_args.split()
+    if args.mpi:
+        cmd = timelimits.mpirun(args.mpi) + cmd + ["--threads", "1"]
+    checks.run(cmd + ["--logits-out", w("plain0.npy")])
+    checks.run(cmd + drafters["far"] + ["--logits-out", w("spec0.npy")])
+    a, b = np.load(w("plain0.npy")), np.load(w("spec0.npy"))
+    check(a.shape == b.shape == (1, a.shape[1]) and np.array_equal(a, b),
+          "--max-new-tokens 0 --logits-out with a draft: plain's row after the prompt")
     print("note: %d of %d runs differ from plain at a near tie" % (near_ties, runs))
     if args.context:
         check(len(plain) < MAX_NEW, "--context %d: the context filled before %d tokens "

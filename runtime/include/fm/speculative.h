@@ -57,7 +57,8 @@ struct SpeculativeOptions {
   /// (SpeculativeResult::logits), as the verification passes computed them
   /// after the rollbacks before them, and, when the generation ran to
   /// maxNewTokens with room left, the row after the last token, which is
-  /// then fed: fm-run --logits-out's rows, to compare with plain decoding.
+  /// then fed (with maxNewTokens 0: the prompt's last row): fm-run
+  /// --logits-out's rows, to compare with plain decoding.
   bool keepLogits = false;
 };
 

@@ -253,8 +253,10 @@ Expected<SpeculativeResult> Rounds::run(const std::vector<int32_t> &prompt) {
     return first.status();
   result_.firstRunMs = target_.stats().firstRunMs - firstRun0;
   result_.prefillMs = msSince(t0) - result_.firstRunMs;
-  if (max_ == 0)
+  if (max_ == 0) {
+    keepRow(first->last()); // the row after the prompt, as plain decoding keeps it
     return std::move(result_);
+  }
   auto t1 = std::chrono::steady_clock::now();
   context_ = prompt;
 
