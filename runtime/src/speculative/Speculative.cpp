@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <string>
 
@@ -99,8 +98,8 @@ private:
   std::vector<int32_t> feed_; // [last, d0 … dk-1]
   std::vector<int32_t> draftMessage_, takenMessage_;
   Edit edit_, nextEdit_;
-  std::vector<float> zeros_, edited_;
-  TokenDistribution target_p_, residual_;
+  std::vector<float> edited_;
+  TokenDistribution targetP_, residual_;
 };
 
 Status Rounds::probe(Edit *edit) {
@@ -175,8 +174,8 @@ int32_t Rounds::judge(const float *row, const Edit &edit, int64_t i,
                       bool *accepted) {
   const int32_t d = draft_.tokens[i];
   const TokenDistribution &q = draft_.from[i];
-  distributionAt(row, edit, &target_p_);
-  const double p = target_p_.probability(d), qd = q.probability(d);
+  distributionAt(row, edit, &targetP_);
+  const double p = targetP_.probability(d), qd = q.probability(d);
   // min(1, p / q): no random number where the answer is sure (greedy).
   *accepted = p >= qd || (p > 0.0 && sampler_.uniform() * qd < p);
   if (*accepted) {
@@ -184,7 +183,7 @@ int32_t Rounds::judge(const float *row, const Edit &edit, int64_t i,
     result_.stats.accepted += 1;
     return d;
   }
-  residual_.setResidual(target_p_, q);
+  residual_.setResidual(targetP_, q);
   return sampler_.draw(residual_);
 }
 
@@ -222,8 +221,8 @@ Expected<int32_t> Rounds::decide(const Logits &rows, int64_t drafted) {
     if (i < drafted) {
       token = judge(rows.row(i), edit, i, &accepted);
     } else {
-      distributionAt(rows.row(i), edit, &target_p_);
-      token = sampler_.draw(target_p_);
+      distributionAt(rows.row(i), edit, &targetP_);
+      token = sampler_.draw(targetP_);
     }
     taken[count++] = token;
     keepRow(rows.row(i));
