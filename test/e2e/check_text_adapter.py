@@ -20,6 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_text as ct  # noqa: E402
+import checks  # noqa: E402
 
 
 def tokens_run(tool, fmb, ids, n, adapter):
@@ -68,8 +69,7 @@ def main():
         ids = tokens_run(tool, fmb, s["context_ids"], len(s["generated_ids"]), adapter)
         ct.check(ids == s["generated_ids"], "chat turn %d with the adapter: the reply is --tokens "
                  "--adapter's from its context" % s["turn"], "%s != %s" % (ids, s["generated_ids"]))
-    print("%d passed, %d failed" % (ct.passed, ct.failed))
-    return 0 if ct.failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":

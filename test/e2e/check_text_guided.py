@@ -35,6 +35,7 @@ SCHEMAS = os.path.join(ROOT, "test", "grammar", "guided")
 VALIDATE = os.path.join(ROOT, "test", "grammar", "validate_generated.py")
 sys.path.insert(0, HERE)
 import check_text as ct  # noqa: E402  (run, check, stats_lines, the checkpoint recipe)
+import checks  # noqa: E402  (the count)
 import timelimits  # noqa: E402  (every command's time limit)
 
 TOOLS = [
@@ -301,8 +302,7 @@ def main():
     tools_text_streams(tool, fmb, args.work)
     logit_bias(tool, fmb, args.work)
     cut_and_errors(tool, fmb, args.work)
-    print("%d passed, %d failed" % (ct.passed, ct.failed))
-    return 0 if ct.failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_text as ct  # noqa: E402
+import checks  # noqa: E402
 import timelimits  # noqa: E402
 
 # Open MPI aborts every rank after timelimits.MPIRUN s (mpirun --timeout).
@@ -71,8 +72,7 @@ def main():
     ct.check(out1 == out2 and re.fullmatch(rx, out1.decode()) is not None,
              "--prompt --regex under mpirun -np 2: the same match %r" % out2.decode(),
              "%r vs %r" % (out1, out2))
-    print("%d passed, %d failed" % (ct.passed, ct.failed))
-    return 0 if ct.failed == 0 else 1
+    return checks.summary()
 
 
 if __name__ == "__main__":
