@@ -149,6 +149,7 @@ def main():
         ("fmc w8 g64", "llama-twin", ["--quant", "w8"], 0),
         ("fmc w4 g32", "llama-twin", ["--quant", "w4", "--group", "32"], 0),
         ("fmc w2 g64", "llama-twin", ["--quant", "w2"], 0),
+        ("fmc w2 g64 affine", "llama-twin", ["--quant", "w2", "--grid", "affine"], 0),
     ])
     print("\n## llama twin (examples/models/llama-twin), ctx %d, %d tokens scored\n"
           % (a.ctx, twin[0]["tokens_scored"]))
