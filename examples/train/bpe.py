@@ -24,14 +24,13 @@ import json
 import os
 import sys
 
-import regex
-
 # GPT-2's pre-tokenizer (Hugging Face ByteLevel with use_regex=true).
 PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 EOT = "<|endoftext|>"
 
 
 def bytes_to_unicode():
+    """GPT-2's byte -> printable character map (the ByteLevel alphabet)."""
     bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
           + list(range(ord("®"), ord("ÿ") + 1)))
     cs = bs[:]
@@ -48,6 +47,7 @@ BYTE_CHARS = bytes_to_unicode()
 
 
 def pretokens(text):
+    import regex  # python3-regex (install-deps.sh --train): \p{L} in PATTERN
     pat = regex.compile(PATTERN)
     for m in pat.finditer(text):
         yield "".join(BYTE_CHARS[b] for b in m.group().encode("utf-8"))

@@ -46,6 +46,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples", "train"))
+from bpe import bytes_to_unicode  # noqa: E402  (GPT-2's byte map)
 import fm_reference as ref  # noqa: E402
 import gen_checkpoint  # noqa: E402
 import checks  # noqa: E402
@@ -67,20 +69,6 @@ def run(cmd, expect_fail=False, stdin=b""):
         sys.stderr.write("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), out, err))
         sys.exit(1)
     return p.returncode, out, err
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character map (the ByteLevel alphabet)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + \
-        list(range(0xAE, 0xFF + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def write_tokenizer(d, template):
