@@ -81,9 +81,14 @@ fm_status fm_constraint_create(const fm_model *model,
       return call.null("params->source");
     if (!constraint)
       return call.null("constraint");
-    if (params->kind < FM_CONSTRAINT_JSON_SCHEMA || params->kind > FM_CONSTRAINT_TOOLS)
+    // A C caller may store any int in the enum; C++ may not load one that is
+    // no enumerator (UBSan's -fsanitize=enum), so the check reads the int.
+    static_assert(sizeof(fm_constraint_kind) == sizeof(int));
+    int kind = 0;
+    std::memcpy(&kind, &params->kind, sizeof kind);
+    if (kind < FM_CONSTRAINT_JSON_SCHEMA || kind > FM_CONSTRAINT_TOOLS)
       return call.fail(FM_STATUS_INVALID_ARGUMENT,
-                       "params->kind " + std::to_string(int(params->kind)) +
+                       "params->kind " + std::to_string(kind) +
                            " is no fm_constraint_kind");
     auto c = std::make_unique<fm_constraint>();
     if (params->kind == FM_CONSTRAINT_TOOLS && params->tool_choice) {

@@ -1,5 +1,6 @@
 // fm.h: the library's version, status names, devices and the params
 // structs' initializers.
+#include <cstring>
 #include "capi/Handles.h"
 
 #include "fm/perplexity.h"
@@ -23,7 +24,11 @@ const char *fm_version(void) {
 int fm_abi_version(void) { return FM_ABI_VERSION; }
 
 const char *fm_status_name(fm_status status) {
-  switch (status) {
+  // Any int may come from C; C++ may not load one that is no enumerator.
+  static_assert(sizeof(fm_status) == sizeof(int));
+  int code = 0;
+  std::memcpy(&code, &status, sizeof code);
+  switch (code) {
   case FM_STATUS_OK:
     return "FM_STATUS_OK";
   case FM_STATUS_INVALID_ARGUMENT:

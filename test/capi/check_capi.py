@@ -193,6 +193,9 @@ def main():
     ap.add_argument("--capi-test", required=True, help="capi_test.c's program")
     ap.add_argument("--library", required=True, help="libfmrt.so")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--preload", default="",
+                    help="a sanitizer runtime python must load first (ASan builds: "
+                         "an instrumented libfmrt.so in an uninstrumented python)")
     args = ap.parse_args()
     tool = lambda name: os.path.join(args.bin, name)  # noqa: E731
     fmb = make_inputs(tool, args.work)
@@ -276,8 +279,12 @@ def main():
     out, _ = run([args.capi_test, "misuse", fmb, args.work], ok=(0, 1))
     check(out.decode().strip().endswith(", 0 failed"), "C misuse: " + out.decode().strip())
 
+    env = None
+    if args.preload:  # python's own allocations are not ours to leak-check
+        env = dict(os.environ, LD_PRELOAD=args.preload,
+                   ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     out, _ = run(["/usr/bin/python3", os.path.join(HERE, "capi_ctypes.py"), args.library,
-                  fmb, args.work])
+                  fmb, args.work], env=env)
     got = parse(out)
     compare_run(got, e, "Python ctypes")
     check(all(k in got for k in ("tokens", "sampled", "text", "schema")),
