@@ -161,8 +161,8 @@ def main():
                  **score(release.yardstick, f16, ids, args, "--save-logits", base_logits))]
 
     iq2 = {"tried": [], "quantized": None}
-    todo = list(TYPES) + [None]  # None: the first IQ2 type llama.cpp quantizes
-    for qtype in todo:
+    candidates = list(TYPES) + [None]  # None: the first IQ2 type llama.cpp quantizes
+    for qtype in candidates:
         for t in ([qtype] if qtype else IQ2):
             path = os.path.join(args.work, t + ".gguf")
             log("quantizing to %s" % t.upper())
