@@ -3,6 +3,8 @@
 #include "capi/Objects.h"
 
 #include "fm/constrained_logits.h"
+#include "fm/image_prompt.h"
+#include "fm/speculative.h"
 
 #include <algorithm>
 
@@ -103,6 +105,7 @@ const char *stopName(fm_stop_reason r) {
 class Run {
 public:
   Run(fm_session *s, const fm_generate_params &p) : s_(s), p_(p) {
+    s->speculativeStats.reset();
     if (p.constraint)
       guide_ = fm::capi::startGuide(*p.constraint);
   }
@@ -174,6 +177,9 @@ public:
   /// The result of a text generation (or a chat turn's reply).
   fm_status finishText(Call &call, const fm::Expected<fm::Generation> &g,
                        fm_generation *result) {
+    // A cancel that stopped the prompt's prefill between its chunks.
+    if (!g && s_->cancel.load())
+      cancelled_ = true;
     s_->cancel.store(false);
     if (!g && !cancelled_)
       return call.fail(g.status());
@@ -201,6 +207,14 @@ public:
   /// The result of the token path.
   fm_status finishTokens(Call &call, const fm::Expected<std::vector<int32_t>> &ids,
                          const std::vector<int32_t> &prompt, fm_generation *result) {
+    if (!ids && s_->cancel.load()) { // stopped in the prompt's prefill
+      s_->cancel.store(false);
+      cancelled_ = true;
+      s_->tokens.clear();
+      s_->prompt = prompt;
+      s_->text.clear();
+      return fill(call, FM_STOP_CALLBACK, result);
+    }
     s_->cancel.store(false);
     if (!ids)
       return call.fail(ids.status());
@@ -289,6 +303,24 @@ fm_status needTokenizer(Call &call, const fm_session *session) {
   return FM_STATUS_OK;
 }
 
+// fm_session_set_speculative's drafter for one generation, or an error (a
+// draft session freed since).
+fm_status makeDrafter(Call &call, fm_session *session,
+                      std::unique_ptr<fm::Drafter> *out) {
+  const fm_session::Speculative &spec = *session->speculative;
+  if (!spec.draft) {
+    *out = std::make_unique<fm::LookupDrafter>(session->model->vocabSize(),
+                                               spec.lookupNgram);
+    return FM_STATUS_OK;
+  }
+  if (fm_status s = call.handle(spec.draft, Kind::Session,
+                                "the draft session (fm_session_set_speculative)"))
+    return s;
+  *out = std::make_unique<fm::ModelDrafter>(*spec.draft->session, spec.draftSampler,
+                                            spec.options);
+  return FM_STATUS_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -310,6 +342,22 @@ fm_status fm_session_generate_tokens(fm_session *session, const int32_t *prompt,
     if (run.cancelledAtStart())
       return run.finishTokens(call, std::vector<int32_t>{}, ids, result);
     fm::Session &ss = *session->session;
+    if (session->speculative) {
+      std::unique_ptr<fm::Drafter> drafter;
+      if (fm_status s = makeDrafter(call, session, &drafter))
+        return s;
+      fm::SpeculativeOptions o = session->speculative->options;
+      o.prefillChunk = p.prefill_chunk;
+      auto r = fm::generateSpeculative(ss, *drafter, ids, p.max_new_tokens,
+                                       sampler->sampler, o, run.constraint(),
+                                       run.tokenCallback());
+      if (r)
+        session->speculativeStats = r->stats;
+      return run.finishTokens(call,
+                              r ? fm::Expected<std::vector<int32_t>>(r->tokens)
+                                : fm::Expected<std::vector<int32_t>>(r.status()),
+                              ids, result);
+    }
     auto out = run.constraint()
                    ? ss.generate(ids, p.max_new_tokens, sampler->sampler,
                                  *run.constraint(), run.tokenCallback())
@@ -331,13 +379,38 @@ fm_status fm_session_generate_text(fm_session *session, const char *prompt,
       return call.null("prompt");
     if (fm_status s = needTokenizer(call, session))
       return s;
+    // A VLM's pending images: the prompt's markers take them.
+    fm::Session &ss = *session->session;
+    auto text = fm::imagePromptText(*session->model, prompt, ss.pendingImages(),
+                                    "image (fm_session_add_image_*)");
+    if (!text)
+      return call.fail(text.status(), FM_STATUS_INVALID_ARGUMENT);
     Run run(session, p);
     if (run.cancelledAtStart())
       return run.finishText(call, fm::Status::error(kCancelled), result);
     fm::GenerateOptions options = textOptions(p);
     run.hook(&options);
-    auto g = session->session->generate(prompt, sampler->sampler, options,
-                                        run.textCallback());
+    if (session->speculative) {
+      std::unique_ptr<fm::Drafter> drafter;
+      if (fm_status s = makeDrafter(call, session, &drafter))
+        return s;
+      // The prompt encoded as Session::generate(text) encodes it.
+      fm::Expected<fm::Tokenizer> tokenizer = session->model->tokenizer();
+      if (!tokenizer)
+        return call.fail(tokenizer.status());
+      fm::Expected<std::vector<fm::TokenId>> ids =
+          tokenizer->encode(*text, options.addSpecialTokens);
+      if (!ids)
+        return call.fail(ids.status(), FM_STATUS_INVALID_ARGUMENT);
+      fm::SpeculativeStats stats;
+      auto g = fm::generateTextSpeculative(ss, *drafter, *ids, sampler->sampler, options,
+                                           session->speculative->options,
+                                           run.textCallback(), &stats);
+      if (g)
+        session->speculativeStats = stats;
+      return run.finishText(call, g, result);
+    }
+    auto g = ss.generate(*text, sampler->sampler, options, run.textCallback());
     return run.finishText(call, g, result);
   });
 }

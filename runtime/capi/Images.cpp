@@ -10,11 +10,15 @@ using fm::capi::Kind;
 
 namespace {
 
-// Runs the encoder on `count` floats and hands out its tokens.
+// Runs the encoder on `count` floats and hands out its tokens: in a chat
+// the conversation keeps them for its user turns' markers, otherwise the
+// session for its next prefill.
 fm_status encode(Call &call, fm_session *session, const float *input, size_t count,
                  const float **tokens, int64_t *rows, int64_t *width) {
-  fm::Expected<fm::ImageTokens> out =
-      session->session->encodeImage(input, static_cast<int64_t>(count));
+  const int64_t n = static_cast<int64_t>(count);
+  fm::Expected<fm::ImageTokens> out = session->chat
+                                          ? session->chat->addImage(input, n)
+                                          : session->session->encodeImage(input, n);
   if (!out)
     return call.fail(out.status());
   if (tokens)

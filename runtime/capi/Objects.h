@@ -9,6 +9,7 @@
 #include "fm/guided.h"
 #include "fm/runtime.h"
 #include "fm/sampler.h"
+#include "fm/speculative.h"
 #include "fm/tokenizer.h"
 
 #include <atomic>
@@ -65,6 +66,17 @@ struct fm_session : fm::capi::Handle {
   std::atomic<bool> cancel{false};
   /// fm_session_chat_start's conversation (over *session).
   std::optional<fm::Conversation> chat;
+  /// fm_session_set_speculative: the drafter's settings (a draft session,
+  /// checked live at each generation, or prompt lookup), and the last
+  /// speculative generation's counts for fm_session_stats_json.
+  struct Speculative {
+    fm_session *draft = nullptr;
+    fm::Sampler draftSampler{0.0f, 0, 1.0f, 0}; // greedy
+    fm::SpeculativeOptions options;
+    int64_t lookupNgram = 3;
+  };
+  std::optional<Speculative> speculative;
+  std::optional<fm::SpeculativeStats> speculativeStats;
   /// What the last call handed out (valid until the next call).
   std::vector<int32_t> tokens, prompt, context;
   std::string text, constrained;

@@ -76,6 +76,8 @@ fm_status fm_session_create(fm_model *model, const fm_session_params *params,
     handle->session = std::make_unique<fm::Session>(model->model, options);
     if (!handle->session->status())
       return call.fail(handle->session->status());
+    // fm_session_cancel stops a prefill between its chunks.
+    handle->session->setInterrupt(&handle->cancel);
     *session = fm::capi::publish(handle.release());
     return FM_STATUS_OK;
   });
@@ -151,10 +153,15 @@ fm_status fm_session_prefill(fm_session *session, const int32_t *tokens, size_t 
       return call.null("tokens");
     if (n == 0)
       return call.fail(FM_STATUS_INVALID_ARGUMENT, "n is 0: there is nothing to prefill");
+    if (session->cancel.exchange(false))
+      return call.fail(FM_STATUS_CANCELLED,
+                       "cancelled by fm_session_cancel before the prefill started");
     fm::Expected<fm::Logits> out =
         session->session->prefill(tokens, static_cast<int64_t>(n), all_logits != 0);
     if (!out)
-      return call.fail(out.status());
+      return call.fail(out.status(), session->cancel.exchange(false)
+                                         ? FM_STATUS_CANCELLED
+                                         : FM_STATUS_ERROR);
     if (logits)
       *logits = out->data;
     return FM_STATUS_OK;
@@ -226,7 +233,13 @@ fm_status fm_session_stats_json(const fm_session *session, const char **json) {
            ", \"collective_ms\": " + number(st.collectiveMs) +
            ", \"device_ms\": " + (st.deviceMs >= 0 ? number(st.deviceMs) : "null") +
            ", \"first_run_ms\": " + number(st.firstRunMs) +
-           ", \"adapters\": " + std::to_string(ss.adapters().size()) + "}";
+           ", \"adapters\": " + std::to_string(ss.adapters().size());
+    if (const auto &spec = session->speculativeStats)
+      out += ", \"drafted\": " + std::to_string(spec->drafted) +
+             ", \"accepted\": " + std::to_string(spec->accepted) +
+             ", \"target_passes\": " + std::to_string(spec->targetPasses) +
+             ", \"acceptance_rate\": " + number(spec->acceptanceRate());
+    out += "}";
     // A const call that hands out a string: the session keeps it.
     const_cast<fm_session *>(session)->statsJson = std::move(out);
     *json = session->statsJson.c_str();

@@ -554,6 +554,7 @@ struct Session::Impl {
   int64_t position = 0;
   std::vector<int32_t> context; // the tokens at positions 0 .. position - 1
   std::vector<float> allLogits;
+  const std::atomic<bool> *interrupt = nullptr; // setInterrupt
   int64_t decodeTokens = 0, decodeCollectives = 0;
   /// Image tokens: a VLM's pending images, one after the other (an encoder
   /// alone keeps its last image's); per prompt row, its image token or null.
@@ -790,6 +791,14 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
     s.allLogits.resize(static_cast<size_t>(n * vocab));
   const float *last = nullptr;
   for (int64_t off = 0; off < n; off += rowsPerCall) {
+    if (s.interrupt && s.interrupt->load(std::memory_order_relaxed)) {
+      s.embedRows.clear();
+      s.imageRows.clear();
+      s.pendingImages = 0;
+      return Status::error(s.prefix() + "prefill interrupted after " +
+                           std::to_string(off) + " of " + std::to_string(n) +
+                           " tokens");
+    }
     const int64_t rows = std::min(rowsPerCall, n - off);
     FM_RETURN_IF_ERROR(e.run(program, tokens + off, rows, s.position,
                              s.embedRows.empty() ? nullptr
@@ -825,6 +834,10 @@ Expected<Logits> Session::prefill(const int32_t *tokens, int64_t n,
     result.rows = 1;
   }
   return result;
+}
+
+void Session::setInterrupt(const std::atomic<bool> *flag) {
+  impl_->interrupt = flag;
 }
 
 Expected<ImageTokens> Session::encodeImage(const float *image, int64_t count) {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int failures = 0;
 static int checks = 0;
@@ -176,6 +177,94 @@ static int cancelAfterTwo(int32_t token, void *user) {
   return 1;
 }
 
+/* Cancel inside a prefill: a thread cancels as soon as the prefill of a
+ * long prompt has started. The prefill stops between chunks: CANCELLED,
+ * the position a chunk boundary short of the prompt, and prefilling the
+ * rest gives the logits an uninterrupted prefill gives. A prefill that
+ * ended before the cancel came is tried again (up to 20 times); the cancel
+ * then left pending stops the next prefill at its start. Prints
+ * "prefill cancelled: STATUS position<n logits-equal message". */
+typedef struct PrefillCancel {
+  fm_session *session;
+  pthread_mutex_t mutex;
+  int started;
+  fm_status status;
+} PrefillCancel;
+
+static void *prefillCanceller(void *arg) {
+  PrefillCancel *c = (PrefillCancel *)arg;
+  int started = 0;
+  while (!started) {
+    pthread_mutex_lock(&c->mutex);
+    started = c->started;
+    pthread_mutex_unlock(&c->mutex);
+  }
+  {
+    /* Into the prefill's first chunk. */
+    struct timespec pause = {0, 200000};
+    nanosleep(&pause, NULL);
+  }
+  c->status = fm_session_cancel(c->session);
+  return NULL;
+}
+
+static void cancelPrefill(fm_model *model, int64_t vocab, const int32_t *ids, size_t n) {
+  fm_session *session = NULL;
+  fm_session_params sp = fm_session_params_default();
+  const float *logits = NULL;
+  float *want = malloc((size_t)vocab * sizeof(float));
+  int64_t position = 0;
+  int attempt, equal = 0;
+  fm_status s = FM_STATUS_OK;
+  char message[200] = "";
+  sp.threads = 1;
+  CHECK_OK(fm_session_create(model, &sp, &session));
+  CHECK_OK(fm_session_prefill(session, ids, n, 0, &logits));
+  memcpy(want, logits, (size_t)vocab * sizeof(float));
+  for (attempt = 0; attempt < 20; ++attempt) {
+    PrefillCancel c;
+    pthread_t thread;
+    c.session = session;
+    c.started = 0;
+    c.status = FM_STATUS_ERROR;
+    pthread_mutex_init(&c.mutex, NULL);
+    CHECK_OK(fm_session_reset(session));
+    pthread_create(&thread, NULL, prefillCanceller, &c);
+    pthread_mutex_lock(&c.mutex);
+    c.started = 1;
+    pthread_mutex_unlock(&c.mutex);
+    s = fm_session_prefill(session, ids, n, 0, &logits);
+    pthread_join(thread, NULL);
+    pthread_mutex_destroy(&c.mutex);
+    CHECK_OK(c.status);
+    if (s == FM_STATUS_CANCELLED && strstr(fm_session_error(session), "before the prefill"))
+      continue; /* the cancel came first: it stopped the prefill at its start */
+    if (s != FM_STATUS_OK)
+      break;
+    /* It ended first: the cancel is pending and stops the next one. */
+    if (fm_session_prefill(session, ids, 1, 0, NULL) != FM_STATUS_CANCELLED) {
+      printf("prefill cancelled: a pending cancel did not stop the next prefill\n");
+      free(want);
+      CHECK_OK(fm_session_free(session));
+      return;
+    }
+  }
+  snprintf(message, sizeof(message), "%s", fm_session_error(session));
+  CHECK_OK(fm_session_position(session, &position));
+  if (s == FM_STATUS_CANCELLED && position < (int64_t)n) {
+    if (position == 0)
+      CHECK_OK(fm_session_prefill(session, ids, n, 0, &logits));
+    else
+      CHECK_OK(fm_session_prefill(session, ids + position, n - (size_t)position, 0,
+                                  &logits));
+    equal = memcmp(want, logits, (size_t)vocab * sizeof(float)) == 0;
+  }
+  printf("prefill cancelled: %s %d %d [%s]\n", fm_status_name(s),
+         position < (int64_t)n, equal, message);
+  free(want);
+  CHECK_OK(fm_session_free(session));
+}
+
 static void greedyLoop(fm_session *session, fm_sampler *greedy,
                        const int32_t *prompt, size_t n, int steps,
                        int32_t *out) {
@@ -187,6 +276,85 @@ static void greedyLoop(fm_session *session, fm_sampler *greedy,
     if (i + 1 < steps)
       CHECK_OK(fm_session_decode(session, out[i], &logits));
   }
+}
+
+/* Speculative decoding (fm-run --draft / --lookup): greedy, sampled and
+ * text generations with a draft model's session, and prompt lookup. */
+static void speculative(fm_model *model, const char *work, const int32_t *prompt,
+                        size_t n, fm_sampler *greedy, const fm_sampler_params *sampledParams) {
+  fm_model *draftModel = NULL;
+  fm_session *session = NULL, *draft = NULL, *self = NULL;
+  fm_sampler *sampled = NULL, *draftSampled = NULL;
+  fm_session_params sp = fm_session_params_default();
+  fm_sampler_params dp = *sampledParams;
+  fm_speculative_params spec = fm_speculative_params_default();
+  fm_generate_params gp = fm_generate_params_default();
+  fm_generation g = fm_generation_default();
+  const char *json = NULL;
+  char path[4096];
+  char *text;
+
+  snprintf(path, sizeof(path), "%s/draft.fmb", work);
+  CHECK_OK(fm_model_load(path, NULL, &draftModel));
+  sp.threads = 1;
+  CHECK_OK(fm_session_create(model, &sp, &session));
+  CHECK_OK(fm_session_create(draftModel, &sp, &draft));
+  CHECK_OK(fm_sampler_create(sampledParams, &sampled));
+  dp.seed = sampledParams->seed + 1; /* fm-run's draft sampler */
+  CHECK_OK(fm_sampler_create(&dp, &draftSampled));
+  gp.max_new_tokens = 12;
+
+  /* A draft that agrees with the target (its own model): every round
+   * takes drafted tokens. */
+  CHECK_OK(fm_session_create(model, &sp, &self));
+  spec.draft = self;
+  spec.draft_max = 3;
+  CHECK_OK(fm_session_set_speculative(session, &spec));
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("speculative self", g.tokens, g.n_tokens);
+  CHECK_OK(fm_session_stats_json(session, &json));
+  printf("speculative stats: %s\n", json);
+
+  /* Another model of the same tokenizer. */
+  CHECK_OK(fm_session_reset(session));
+  spec.draft = draft;
+  CHECK_OK(fm_session_set_speculative(session, &spec));
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("speculative draft", g.tokens, g.n_tokens);
+
+  CHECK_OK(fm_session_reset(session));
+  spec.draft_sampler = draftSampled;
+  CHECK_OK(fm_session_set_speculative(session, &spec));
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, sampled, &gp, &g));
+  printIds("speculative sampled", g.tokens, g.n_tokens);
+
+  CHECK_OK(fm_session_reset(session));
+  text = workFile(work, "prompt.txt", NULL);
+  CHECK_OK(fm_session_generate_text(session, text, greedy, &gp, &g));
+  printIds("speculative text", g.tokens, g.n_tokens);
+  free(text);
+
+  CHECK_OK(fm_session_reset(session));
+  spec = fm_speculative_params_default();
+  spec.lookup_ngram = 2;
+  CHECK_OK(fm_session_set_speculative(session, &spec));
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("speculative lookup", g.tokens, g.n_tokens);
+
+  /* Plain again: no speculative counts in the stats. */
+  CHECK_OK(fm_session_set_speculative(session, NULL));
+  CHECK_OK(fm_session_reset(session));
+  CHECK_OK(fm_session_generate_tokens(session, prompt, n, greedy, &gp, &g));
+  printIds("speculative off", g.tokens, g.n_tokens);
+  CHECK_OK(fm_session_stats_json(session, &json));
+  printf("speculative off stats: %d\n", strstr(json, "drafted") == NULL);
+
+  CHECK_OK(fm_sampler_free(sampled));
+  CHECK_OK(fm_sampler_free(draftSampled));
+  CHECK_OK(fm_session_free(draft));
+  CHECK_OK(fm_session_free(self));
+  CHECK_OK(fm_session_free(session));
+  CHECK_OK(fm_model_free(draftModel));
 }
 
 static int run(const char *modelPath, const char *work) {
@@ -315,6 +483,12 @@ static int run(const char *modelPath, const char *work) {
   pthread_mutex_destroy(&cancel.mutex);
   pthread_cond_destroy(&cancel.cond);
   gp = fm_generate_params_default();
+  for (i = 0; i < sizeof(ids) / sizeof(ids[0]); ++i)
+    ids[i] = (int32_t)((i * 7919u + 13u) % (size_t)info.vocab_size);
+  cancelPrefill(model, info.vocab_size, ids,
+                info.context_length > 0 && info.context_length < 1024
+                    ? (size_t)info.context_length - 8
+                    : 1024);
 
   /* Load from memory: the same ids. */
   buffer = readFile(modelPath, &bufferSize);
@@ -511,6 +685,8 @@ static int run(const char *modelPath, const char *work) {
   printf("errors: [%s] [%s] [%s] [%s] [%s]\n", fm_session_error(base),
          fm_sampler_error(greedy), fm_tokenizer_error(tokenizer),
          fm_constraint_error(schema), fm_adapter_error(adapter));
+
+  speculative(model, work, prompt, n, greedy, &sp);
 
   /* The model may go first: its sessions keep it alive. */
   CHECK_OK(fm_model_free(model));
@@ -711,6 +887,70 @@ static int misuse(const char *modelPath, const char *work) {
          FM_STATUS_CANCELLED, "cancelled by fm_session_cancel");
   CHECK_OK(fm_session_reset(session));
   CHECK_OK(fm_session_generate_tokens(session, &token, 1, sampler, &gp, &g));
+  /* ... and a prefill at its start. */
+  CHECK_OK(fm_session_cancel(session));
+  EXPECT(fm_session_prefill(session, &token, 1, 0, NULL), FM_STATUS_CANCELLED,
+         "cancelled by fm_session_cancel before the prefill started");
+  CHECK_OK(fm_session_prefill(session, &token, 1, 0, NULL));
+
+  /* Speculative decoding's settings. */
+  {
+    fm_speculative_params spec = fm_speculative_params_default();
+    fm_model *notok = NULL;
+    fm_session *draft = NULL, *notokDraft = NULL;
+    EXPECT(fm_session_set_speculative(NULL, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "session is NULL");
+    spec.struct_size = 3;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->struct_size is 3");
+    spec = fm_speculative_params_default();
+    spec.draft_max = 0;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->draft_max 0: must be >= 1");
+    spec = fm_speculative_params_default();
+    spec.draft_min = 5;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->draft_min 5: must be in [0, draft_max 4]");
+    spec = fm_speculative_params_default();
+    spec.draft_p_min = 2.0f;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->draft_p_min");
+    spec = fm_speculative_params_default();
+    spec.lookup_ngram = 0;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->lookup_ngram 0: must be >= 1");
+    spec = fm_speculative_params_default();
+    spec.draft = session;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "params->draft is the session itself");
+    spec.draft = (fm_session *)(void *)sampler;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_HANDLE,
+           "params->draft");
+    spec.draft = NULL;
+    spec.draft_sampler = (const fm_sampler *)(void *)session;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_HANDLE,
+           "params->draft_sampler");
+    /* A draft that does not tokenize as the model does: both files named. */
+    snprintf(path, sizeof(path), "%s/notok.fmb", work);
+    CHECK_OK(fm_model_load(path, NULL, &notok));
+    CHECK_OK(fm_session_create(notok, NULL, &notokDraft));
+    spec = fm_speculative_params_default();
+    spec.draft = notokDraft;
+    EXPECT(fm_session_set_speculative(session, &spec), FM_STATUS_INVALID_ARGUMENT,
+           "notok.fmb embeds no tokenizer");
+    CHECK_OK(fm_session_free(notokDraft));
+    CHECK_OK(fm_model_free(notok));
+    /* A draft freed after it was set: the generation says so. */
+    CHECK_OK(fm_session_create(model, NULL, &draft));
+    spec.draft = draft;
+    CHECK_OK(fm_session_set_speculative(session, &spec));
+    CHECK_OK(fm_session_free(draft));
+    CHECK_OK(fm_session_reset(session));
+    EXPECT(fm_session_generate_tokens(session, &token, 1, sampler, &gp, &g),
+           FM_STATUS_INVALID_HANDLE, "the draft session (fm_session_set_speculative)");
+    CHECK_OK(fm_session_set_speculative(session, NULL));
+    CHECK_OK(fm_session_generate_tokens(session, &token, 1, sampler, &gp, &g));
+  }
 
   /* Perplexity. */
   EXPECT(fm_session_perplexity(session, ids, 2, &pp, NULL, NULL),
@@ -892,6 +1132,31 @@ static int vlm(const char *modelPath, const char *work) {
   snprintf(path, sizeof(path), "%s/prompt_ids.txt", work);
   EXPECT(fm_session_add_image_file(session, path, NULL, NULL, NULL), FM_STATUS_LOAD_FAILED,
          "prompt_ids.txt");
+
+  /* Text: the prompt's <image> marker takes the image added before it. */
+  CHECK_OK(fm_session_reset(session));
+  snprintf(path, sizeof(path), "%s/image.png", work);
+  CHECK_OK(fm_session_add_image_file(session, path, NULL, NULL, NULL));
+  CHECK_OK(fm_session_generate_text(session, "Look: <image> then", greedy, &gp, &g));
+  printIds("vlm text", g.tokens, g.n_tokens);
+  printIds("vlm text prompt", g.prompt, g.n_prompt);
+  /* Markers and images must match in number. */
+  CHECK_OK(fm_session_reset(session));
+  EXPECT(fm_session_generate_text(session, "two: <image> <image>", greedy, &gp, &g),
+         FM_STATUS_INVALID_ARGUMENT,
+         "holds 2 <image> markers but 0 image (fm_session_add_image_*) were given");
+
+  /* A chat: the image waits for the user turn's marker. */
+  CHECK_OK(fm_session_chat_start(session, NULL, NULL));
+  CHECK_OK(fm_session_add_image_file(session, path, &tokens, &rows, &width));
+  printf("vlm chat image tokens: %lld x %lld %d\n", (long long)rows, (long long)width,
+         tokens != NULL);
+  CHECK_OK(fm_session_chat_say(session, "What is in <image>?", greedy, &gp, &g));
+  printIds("vlm chat 1", g.tokens, g.n_tokens);
+  printIds("vlm chat 1 context", g.context, g.n_context);
+  CHECK_OK(fm_session_chat_say(session, "And then?", greedy, &gp, &g));
+  printIds("vlm chat 2", g.tokens, g.n_tokens);
+  printIds("vlm chat 2 context", g.context, g.n_context);
   printf("vlm misuse: %d checks, %d failed\n", checks, failures);
 
   CHECK_OK(fm_sampler_free(greedy));

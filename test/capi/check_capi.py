@@ -79,6 +79,16 @@ def make_inputs(tool, work):
         json.dump(config, open(os.path.join(d, "tokenizer_config.json"), "w"))
     fmb = os.path.join(work, "model.fmb")
     run([tool("fmc"), "compile", ck, "-o", fmb, "--max-prefill", "8"])
+    # A draft model of another seed: without the tokenizer first (refused as
+    # a draft), then with it.
+    draft = os.path.join(work, "draft")
+    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"),
+         "--family", "llama", "--preset", "tiny", "--set", "vocab_size=4096",
+         "--seed", "6", "--out", draft])
+    run([tool("fmc"), "compile", draft, "-o", os.path.join(work, "notok.fmb")])
+    shutil.copy(os.path.join(src, "tokenizer.json"), draft)
+    json.dump(config, open(os.path.join(draft, "tokenizer_config.json"), "w"))
+    run([tool("fmc"), "compile", draft, "-o", os.path.join(work, "draft.fmb")])
     run([tool("fmc"), "compile-adapter", lora, "--base", fmb, "-o",
          os.path.join(work, "adapter.fmba")])
     data = open(fmb, "rb").read()
@@ -106,6 +116,10 @@ def make_vlm(tool, work):
     ck = os.path.join(work, "vlm")
     run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"),
          "--family", "fm_vlm", "--preset", "afm7-rw-tiny", "--out", ck])
+    # A byte-level tokenizer whose added token <|image_pad|> is the image
+    # placeholder, and a chat template: text and chats with <image> markers.
+    run(["/usr/bin/python3", os.path.join(ROOT, "test", "e2e", "check_vlm_text.py"),
+         "--write-tokenizer", ck])
     fmb = os.path.join(work, "vlm.fmb")
     run([tool("fmc"), "compile", ck, "-o", fmb])
     shutil.copy(os.path.join(ROOT, "examples", "images", "landscape.png"),
@@ -127,6 +141,10 @@ def expected(tool, fmb, work):
     e["sampled"] = ids(fm_run("--tokens", tokens, "--max-new-tokens", "12", "--temperature",
                               "0.8", "--top-k", "40", "--top-p", "0.9", "--seed", "7")[0]
                        .decode())
+    e["speculative sampled"] = ids(fm_run(
+        "--tokens", tokens, "--max-new-tokens", "12", "--temperature", "0.8", "--top-k", "40",
+        "--top-p", "0.9", "--seed", "7", "--draft", w("draft.fmb"), "--draft-max", "3")[0]
+        .decode())
     e["adapter"] = ids(fm_run("--tokens", tokens, "--max-new-tokens", "12", "--adapter",
                               w("adapter.fmba") + ":0.5")[0].decode())
     out, err = fm_run("--prompt", PROMPT, "--max-new-tokens", "12", "--stats")
@@ -244,6 +262,26 @@ def main():
     check(got.get("position") == str(len(PROMPT_IDS) + 11), "C position: prompt + fed ids")
     check(got.get("context") == "1", "C fm_session_tokens is the context")
     check(got.get("all logits") == "1", "C prefill with all logits")
+    for name, want, what in (
+            ("speculative self", e["tokens"], "plain greedy decoding's ids"),
+            ("speculative draft", e["tokens"], "plain greedy decoding's ids"),
+            ("speculative lookup", e["tokens"], "plain greedy decoding's ids"),
+            ("speculative off", e["tokens"], "plain greedy decoding's ids"),
+            ("speculative text", e["text ids"], "fm-run --prompt's ids"),
+            ("speculative sampled", e["speculative sampled"],
+             "fm-run --draft --temperature 0.8 --seed 7's ids")):
+        check(got.get(name) == " ".join(map(str, want)),
+              "C %s: %s" % (name, what), "%r != %r" % (got.get(name), want))
+    spec = json.loads(got.get("speculative stats", "{}"))
+    check(spec.get("drafted", 0) > 0 and spec.get("accepted", 0) > spec["drafted"] // 2
+          and spec.get("accepted", 0) <= spec["drafted"] and spec.get("target_passes", 0) > 0,
+          "C speculative counts in the stats JSON (a draft of the target's own model: most "
+          "drafted tokens accepted)", got.get("speculative stats"))
+    check(got.get("speculative off stats") == "1", "C plain again: no speculative counts")
+    check(got.get("prefill cancelled", "").startswith("FM_STATUS_CANCELLED 1 1 [") and
+          "prefill interrupted after" in got.get("prefill cancelled", ""),
+          "C cancel from another thread stops a prefill between chunks; the rest then "
+          "gives the uninterrupted logits", got.get("prefill cancelled"))
     check(got.get("cancelled", "").startswith("FM_STATUS_CANCELLED 3 FM_STATUS_OK [") and
           "cancelled by fm_session_cancel" in got.get("cancelled", ""),
           "C cancel from another thread stops before the next id", got.get("cancelled"))
@@ -274,6 +312,27 @@ def main():
               "C VLM, an image from a %s: fm-run %s's ids" % (name, flag),
               "%r != %r" % (got.get("vlm " + name), want))
     check(got.get("vlm image tokens", "").endswith(" 1"), "C the image's tokens handed out")
+    fm_run = lambda *a: run([tool("fm-run"), vlm, "--threads", "1", "--max-new-tokens", "8",
+                             "--image", os.path.join(args.work, "image.png"), "--stats"]
+                            + list(a))  # noqa: E731
+    st = stats(fm_run("--prompt", "Look: <image> then")[1])[-1]
+    for key, name in (("generated_ids", "vlm text"), ("prompt_ids", "vlm text prompt")):
+        check(got.get(name) == " ".join(map(str, st[key])),
+              "C VLM text with an <image> marker: fm-run --prompt --image's %s" % key,
+              "%r != %r" % (got.get(name), st[key]))
+    chat_file = os.path.join(args.work, "vlm_chat.txt")
+    with open(chat_file, "w") as f:
+        f.write("What is in <image>?\n---\nAnd then?\n")
+    turns = [s for s in stats(fm_run("--chat", "--chat-file", chat_file)[1]) if "turn" in s]
+    check(len(turns) == 2, "fm-run --chat with an image: two turns")
+    for k, s in enumerate(turns, 1):
+        for key, name in (("generated_ids", "vlm chat %d" % k),
+                          ("context_ids", "vlm chat %d context" % k)):
+            check(got.get(name) == " ".join(map(str, s[key])),
+                  "C VLM chat turn %d: fm-run --chat --image's %s" % (k, key),
+                  "%r != %r" % (got.get(name), s[key]))
+    check(got.get("vlm chat image tokens", "").endswith(" 1"),
+          "C a chat's image tokens handed out")
     check(got.get("vlm misuse", "").endswith(", 0 failed"), "C VLM misuse")
 
     out, _ = run([args.capi_test, "misuse", fmb, args.work], ok=(0, 1))

@@ -101,10 +101,9 @@ int runChat(const TextArgs &args, Loaded &loaded, fm::Communicator *comm) {
     auto input = loadImage(*ie, image.first, image.second);
     if (!input)
       return abortAll(input.message());
-    if (fm::Status s = conversation->addImage(input->data(),
-                                              static_cast<int64_t>(input->size()));
-        !s)
-      return abortAll(imageFlag(image) + ": " + s.message());
+    auto added = conversation->addImage(input->data(), static_cast<int64_t>(input->size()));
+    if (!added)
+      return abortAll(imageFlag(image) + ": " + added.message());
   }
   const bool terminal = !fromFile && isatty(STDIN_FILENO);
   size_t next = 0;

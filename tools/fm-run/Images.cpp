@@ -48,49 +48,24 @@ fm::Expected<std::string> promptWithImages(const std::string &prompt,
                                            fm::Session &session, bool leader,
                                            double *encodeMs) {
   const fm::Model &model = session.model();
-  const fm::ImageEncoderInfo *e = model.imageEncoder();
-  const bool vlm = e && e->imageTokenIndex >= 0;
-  if (!vlm) {
-    if (!images.empty())
-      return fm::Status::error(model.name() +
-                               " takes no images in a prompt (it is no VLM): "
-                               "no --image with --prompt");
-    return prompt; // markers are plain text here
-  }
-  const int64_t markers = fm::countImageMarkers(prompt);
   const int64_t given = static_cast<int64_t>(images.size());
-  std::string text = prompt;
-  if (markers == 0 && given > 0) {
-    text.clear();
-    for (int64_t i = 0; i < given; ++i)
-      text += fm::kImageMarker;
-    text += prompt;
-    if (leader)
-      std::fprintf(stderr,
-                   "fm-run: note: the prompt holds no %s marker: the %lld "
-                   "image%s go%s before its text\n",
-                   std::string(fm::kImageMarker).c_str(),
-                   static_cast<long long>(given), given == 1 ? "" : "s",
-                   given == 1 ? "es" : "");
-  } else if (markers != given) {
-    return fm::Status::error(
-        "the prompt holds " + std::to_string(markers) + " " +
-        std::string(fm::kImageMarker) + " marker" + (markers == 1 ? "" : "s") +
-        " but " + std::to_string(given) + " --image/--image-tensor " +
-        (given == 1 ? "was" : "were") +
-        " given: each marker takes the next image, in order");
-  }
+  bool prepended = false;
+  auto text = fm::imagePromptText(model, prompt, given, "--image/--image-tensor",
+                                  &prepended);
+  if (!text)
+    return text.status();
+  if (prepended && leader)
+    std::fprintf(stderr,
+                 "fm-run: note: the prompt holds no %s marker: the %lld "
+                 "image%s go%s before its text\n",
+                 std::string(fm::kImageMarker).c_str(), static_cast<long long>(given),
+                 given == 1 ? "" : "s", given == 1 ? "es" : "");
   if (given == 0)
     return text;
-  auto tokenizer = model.tokenizer();
-  if (!tokenizer)
-    return tokenizer.status();
-  auto tokenText = fm::imageTokenText(model, *tokenizer);
-  if (!tokenText)
-    return tokenText.status();
+  const fm::ImageEncoderInfo &e = *model.imageEncoder();
   session.clearImages();
   for (const auto &image : images) {
-    auto input = loadImage(*e, image.first, image.second);
+    auto input = loadImage(e, image.first, image.second);
     if (!input)
       return input.status();
     auto t0 = std::chrono::steady_clock::now();
@@ -102,7 +77,7 @@ fm::Expected<std::string> promptWithImages(const std::string &prompt,
                      std::chrono::steady_clock::now() - t0)
                      .count();
   }
-  return fm::expandImageMarkers(text, *tokenText, e->tokens);
+  return text;
 }
 
 } // namespace fmrun

@@ -83,8 +83,9 @@ public:
   /// reply never samples the placeholder id. When the cache
   /// keeps an image's placeholders its tokens are not needed again; when a
   /// re-rendering prefills them anew, the kept tokens go in
-  /// (Session::addImageTokens).
-  Status addImage(const float *image, int64_t count);
+  /// (Session::addImageTokens). Returns the image's tokens, kept by the
+  /// conversation for as long as it lasts.
+  Expected<ImageTokens> addImage(const float *image, int64_t count);
   /// Images added, and of those the ones the turns' markers have taken.
   int64_t images() const { return static_cast<int64_t>(images_.size()); }
   int64_t imagesTaken() const { return taken_; }

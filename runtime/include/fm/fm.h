@@ -283,10 +283,15 @@ FM_API fm_status fm_session_sample(fm_session *session, fm_sampler *sampler,
                                    const float *logits, int32_t *token);
 
 /* Asks the generation running on the session (fm_session_generate_*,
- * fm_session_chat_say) to stop before its next token; it returns
- * FM_STATUS_CANCELLED with what it generated so far in its result. A cancel
- * that comes while no generation runs stops the next one at its start. Any
- * thread may call it at any time. */
+ * fm_session_chat_say) to stop before its next token, or before the next
+ * chunk of its prompt's prefill (prefill_chunk tokens); it returns
+ * FM_STATUS_CANCELLED with what it generated so far in its result (nothing
+ * when the prompt was not all prefilled). fm_session_prefill stops the same
+ * way between its chunks (the model's largest) and returns
+ * FM_STATUS_CANCELLED: the chunks it ran stay in the context
+ * (fm_session_position says how far it got) and the pending images are
+ * dropped. A cancel that comes while none of these runs stops the next one
+ * at its start. Any thread may call it at any time. */
 FM_API fm_status fm_session_cancel(fm_session *session);
 
 /* Called with each generated token; return 0 to stop the generation, any
@@ -406,6 +411,40 @@ FM_API fm_status fm_session_chat_say(fm_session *session, const char *user,
  * session's next call. */
 FM_API fm_status fm_session_stats_json(const fm_session *session,
                                        const char **json);
+
+/* ------------------------------------------------------------------------
+ * Speculative decoding (fm/speculative.h, docs/speculative.md)
+ * ---------------------------------------------------------------------- */
+
+typedef struct fm_speculative_params {
+  size_t struct_size;
+  /* The drafter: a session over a draft model that tokenizes as the
+   * session's model does (checked: the error names both files), which the
+   * session's generations then drive (reset, prefill, decode; use it for
+   * nothing else meanwhile, and keep it alive: a generation whose draft was
+   * freed fails); or NULL for prompt lookup (n-grams of the context, no
+   * model). */
+  fm_session *draft;
+  /* How the draft model samples its proposals (copied now; NULL: greedy).
+   * Whatever it is, the output is distributed as the target's own
+   * sampling, and greedy is the target's greedy output. */
+  const fm_sampler *draft_sampler;
+  int64_t draft_max;      /* most tokens drafted per round (default 4) */
+  int64_t draft_min;      /* a shorter draft decodes one token (default 0) */
+  float draft_p_min;      /* a draft model stops at a token less likely
+                             than this (default 0) */
+  int64_t lookup_ngram;   /* prompt lookup: the longest n-gram (default 3) */
+} fm_speculative_params;
+
+FM_API fm_speculative_params fm_speculative_params_default(void);
+/* Makes the session's fm_session_generate_tokens and
+ * fm_session_generate_text speculative (params NULL: plain again); chats
+ * decode plainly. Each round the drafter proposes up to draft_max tokens
+ * and the session's model checks them in one pass. fm_session_stats_json
+ * then reports "drafted", "accepted" and "target_passes" of the last
+ * generation. */
+FM_API fm_status fm_session_set_speculative(fm_session *session,
+                                            const fm_speculative_params *params);
 
 /* ------------------------------------------------------------------------
  * Perplexity: llama-perplexity's method (fm/perplexity.h)
@@ -553,11 +592,18 @@ FM_API fm_status fm_session_set_adapters(fm_session *session,
 
 /* Decodes a PNG or JPEG file, preprocesses it as the model's encoder says
  * (fm_model_info's image_* fields) and encodes it. In a VLM its tokens are
- * kept for the next prefill (fm_session_prefill, fm_session_generate_tokens):
- * the prompt holds image_tokens placeholder ids (image_token_id) per image,
- * the images in the order they were added. *tokens, *rows and *width (each
- * may be NULL) get the encoder's rows x width floats, valid until the
- * session's next call. */
+ * kept for the next prefill, the images taken in the order they were added:
+ * - fm_session_prefill, fm_session_generate_tokens: the prompt holds
+ *   image_tokens placeholder ids (image_token_id) per image;
+ * - fm_session_generate_text: each "<image>" in the prompt takes the next
+ *   image (a prompt without one gets them all before its text), and the
+ *   numbers must match (FM_STATUS_INVALID_ARGUMENT names both);
+ * - in a chat (after fm_session_chat_start) the conversation keeps the image
+ *   for as long as it lasts, and each "<image>" in a user turn of
+ *   fm_session_chat_say takes the next image not yet taken.
+ * *tokens, *rows and *width (each may be NULL) get the encoder's rows x
+ * width floats, valid until the session's next call (in a chat, until the
+ * chat ends). */
 FM_API fm_status fm_session_add_image_file(fm_session *session,
                                            const char *path,
                                            const float **tokens,

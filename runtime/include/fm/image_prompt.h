@@ -38,6 +38,18 @@ std::string expandImageMarkers(std::string_view text,
                                const std::string &tokenText, int64_t perImage,
                                std::string_view marker = kImageMarker);
 
+/// A prompt's text for the tokenizer when `images` images go with it (a
+/// VLM's Session::pendingImages, or images about to be encoded): each
+/// kImageMarker takes the next image and becomes its placeholders
+/// (expandImageMarkers); a prompt without markers gets all the images
+/// before its text, and *prepended (may be null) says so. Errors: the
+/// markers and the images differ in number (the message names both and
+/// says "<count> <imagesNoun> was/were given"), or images come with a model
+/// that is no VLM. A model that is no VLM keeps its markers as plain text.
+Expected<std::string> imagePromptText(const Model &model, std::string_view prompt,
+                                      int64_t images, std::string_view imagesNoun,
+                                      bool *prepended = nullptr);
+
 /// Whether `text` holds `tokenText` outside its kImageMarker markers: a user
 /// turn that types the image token's text itself is refused, but a model
 /// whose image token is the text `<image>` (llava's) still takes markers.

@@ -16,6 +16,7 @@
 #include "fm/status.h"
 #include "fm/tokenizer.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -454,6 +455,16 @@ public:
   /// encodeImage) times the tokens per image, in runs of whole images.
   Expected<Logits> prefill(const int32_t *tokens, int64_t n,
                            bool allLogits = false, int64_t chunk = 0);
+  /// A flag another thread may set to stop a long prefill: prefill() reads
+  /// it before each chunk and, once it is set, returns an error ("prefill
+  /// interrupted after k of n tokens") with the chunks run so far kept in
+  /// the context (position() says how far it got) and the pending images
+  /// dropped. The flag is only read, never cleared; nullptr (the default)
+  /// is none. It must outlive the session or be unset first. With a
+  /// communicator of several ranks every rank must see the same flag at
+  /// the same chunk (a rank stopping alone would leave the others waiting):
+  /// leave it unset there.
+  void setInterrupt(const std::atomic<bool> *flag);
   Expected<Logits> prefill(const std::vector<int32_t> &tokens,
                            bool allLogits = false, int64_t chunk = 0) {
     return prefill(tokens.data(), static_cast<int64_t>(tokens.size()),

@@ -61,7 +61,7 @@ Expected<Conversation> Conversation::start(Session &session,
   return c;
 }
 
-Status Conversation::addImage(const float *image, int64_t count) {
+Expected<ImageTokens> Conversation::addImage(const float *image, int64_t count) {
   const Model &model = session_->model();
   const ImageEncoderInfo *e = model.imageEncoder();
   if (!e || e->imageTokenIndex < 0 || imageText_.empty()) {
@@ -75,7 +75,9 @@ Status Conversation::addImage(const float *image, int64_t count) {
     return tokens.status();
   images_.emplace_back(tokens->data, tokens->data + tokens->rows * tokens->width);
   session_->clearImages(); // say() hands the session the images it prefills
-  return Status::ok();
+  ImageTokens kept = *tokens;
+  kept.data = images_.back().data();
+  return kept;
 }
 
 Expected<std::string> Conversation::render() const {

@@ -56,6 +56,48 @@ std::string expandImageMarkers(std::string_view text,
   return out;
 }
 
+Expected<std::string> imagePromptText(const Model &model, std::string_view prompt,
+                                      int64_t images, std::string_view imagesNoun,
+                                      bool *prepended) {
+  if (prepended)
+    *prepended = false;
+  const ImageEncoderInfo *e = model.imageEncoder();
+  if (!e || e->imageTokenIndex < 0) {
+    if (images > 0)
+      return Status::error(model.name() + " takes no images in a prompt (it is "
+                                          "no VLM): " +
+                           std::to_string(images) + " " + std::string(imagesNoun) +
+                           (images == 1 ? " was" : " were") + " given");
+    return std::string(prompt); // markers are plain text here
+  }
+  const int64_t markers = countImageMarkers(prompt);
+  std::string text(prompt);
+  if (markers == 0 && images > 0) {
+    text.clear();
+    for (int64_t i = 0; i < images; ++i)
+      text += kImageMarker;
+    text += prompt;
+    if (prepended)
+      *prepended = true;
+  } else if (markers != images) {
+    return Status::error("the prompt holds " + std::to_string(markers) + " " +
+                         std::string(kImageMarker) + " marker" +
+                         (markers == 1 ? "" : "s") + " but " +
+                         std::to_string(images) + " " + std::string(imagesNoun) +
+                         (images == 1 ? " was" : " were") +
+                         " given: each marker takes the next image, in order");
+  }
+  if (images == 0)
+    return text;
+  Expected<Tokenizer> tokenizer = model.tokenizer();
+  if (!tokenizer)
+    return tokenizer.status();
+  Expected<std::string> tokenText = imageTokenText(model, *tokenizer);
+  if (!tokenText)
+    return tokenText.status();
+  return expandImageMarkers(text, *tokenText, e->tokens);
+}
+
 bool holdsOutsideMarkers(std::string_view text, std::string_view tokenText) {
   if (tokenText.empty())
     return false;
