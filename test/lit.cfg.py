@@ -47,6 +47,15 @@ import shutil
 if shutil.which("llvm-objdump", path=config.environment["PATH"]):
     config.available_features.add("fm-objdump")
 
+# fmc's ELF loader cross-built for AArch64 (test/loader/CMakeLists.txt), run
+# under qemu-user with the AArch64 sysroot.
+_qemu_a64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
+_elf_load_a64 = os.path.join(config.fm_obj_root, "test", "loader", "fm_elf_load_aarch64")
+if _qemu_a64 and os.access(_elf_load_a64, os.X_OK):
+    config.available_features.add("aarch64-qemu")
+    config.substitutions.append(
+        ("%{elf_load_aarch64}", "%s -L /usr/aarch64-linux-gnu %s" % (_qemu_a64, _elf_load_a64)))
+
 # The text tests' tokenizer oracle (@lenml/tokenizers) runs under node.
 if shutil.which("node"):
     config.available_features.add("node")

@@ -14,11 +14,11 @@ class CpuTarget final : public target::Target {
 public:
   llvm::StringRef name() const override { return "cpu"; }
   llvm::StringRef description() const override {
-    return "native code through LLVM (ELF shared object, or a Mach-O object "
-           "for Apple)";
+    return "native code through LLVM (an ELF shared object for the "
+           "runtime's own loader)";
   }
   std::vector<target::TargetOption> options() const override {
-    return {{"cpu", "native (this machine), x86-64-v3 or aarch64-apple"}};
+    return {{"cpu", "native (this machine), x86-64-v3, aarch64 or aarch64-apple"}};
   }
   bool providesMicroKernel(llvm::StringRef op) const override {
     return llvm::StringSwitch<bool>(op)

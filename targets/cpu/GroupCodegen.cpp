@@ -3,7 +3,7 @@
 //
 // Math: exp (silu) is expanded by MLIR's f32 polynomial approximation, so it
 // vectorizes and needs no libm; RoPE's f64 cos/sin stay libm calls (once per
-// row and pair), resolved by the loading process (ELF) or libSystem (Mach-O).
+// row and pair), bound by the runtime's loader to its own (ElfLoader.h).
 // sqrt and roundeven become instructions on x86-64-v3+ and AArch64.
 #include "targets/cpu/GroupCodegen.h"
 #include "targets/LoweringDiagnostics.h"
@@ -55,9 +55,11 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// What the TargetMachine is built from.
+/// What the TargetMachine is built from: `codegenTriple` (the triple
+/// recorded in the artifact, `triple`, says what the code is for).
 struct ResolvedTarget {
-  std::string triple, cpu, features, format;
+  std::string triple, codegenTriple, cpu, features, format;
+  bool framePointers = false;
 };
 
 llvm::Expected<ResolvedTarget> resolve(const CpuOptions &target) {
@@ -70,23 +72,47 @@ llvm::Expected<ResolvedTarget> resolve(const CpuOptions &target) {
       features.push_back((feature.getValue() ? "+" : "-") + feature.getKey().str());
     llvm::sort(features); // deterministic output
     r.features = llvm::join(features, ",");
+    // An Apple host: ELF code for fmc's loader all the same, with Apple's
+    // platform register left alone on arm64 (as --cpu aarch64-apple).
+    llvm::Triple host(r.triple);
+    if (host.isOSDarwin()) {
+      r.codegenTriple = host.getArchName().str() == "arm64"
+                            ? "aarch64-unknown-none-elf"
+                            : host.getArchName().str() + "-unknown-none-elf";
+      if (host.isAArch64()) {
+        r.features += std::string(r.features.empty() ? "" : ",") + "+reserve-x18";
+        r.framePointers = true;
+      }
+    }
   } else if (target.cpu == "x86-64-v3") {
     r.triple = "x86_64-unknown-linux-gnu";
     r.cpu = "x86-64-v3";
+  } else if (target.cpu == "aarch64") {
+    // ARMv8-A with NEON: every AArch64 Linux and Android device.
+    r.triple = "aarch64-unknown-linux-gnu";
+    r.cpu = "generic";
+    r.features = "+neon";
   } else if (target.cpu == "aarch64-apple") {
+    // Apple's arm64 ABI in an ELF image for fmc's own loader (the runtime
+    // maps it on macOS as on Linux): x18 is the platform's register there,
+    // so the code never touches it, and frames keep their frame pointers.
+    // The functions take pointers and integers only, where Apple's and the
+    // AAPCS64 calling conventions agree.
     r.triple = "arm64-apple-macosx13.0";
+    r.codegenTriple = "aarch64-unknown-none-elf";
     r.cpu = "apple-m1";
+    r.features = "+reserve-x18";
+    r.framePointers = true;
   } else {
     return error("unknown CPU target '" + target.cpu +
-                 "' (expected native, x86-64-v3 or aarch64-apple)");
+                 "' (expected native, x86-64-v3, aarch64 or aarch64-apple)");
   }
-  llvm::Triple triple(r.triple);
-  if (triple.isOSBinFormatELF())
-    r.format = "elf-so";
-  else if (triple.isOSBinFormatMachO())
-    r.format = "macho-o";
-  else
-    return error("target triple " + r.triple + " is neither ELF nor Mach-O");
+  if (r.codegenTriple.empty())
+    r.codegenTriple = r.triple;
+  if (!llvm::Triple(r.codegenTriple).isOSBinFormatELF())
+    return error("target triple " + r.codegenTriple +
+                 " is not ELF (fmc's loader maps ELF shared objects)");
+  r.format = "elf-so";
   return r;
 }
 
@@ -336,16 +362,16 @@ compileGroups(ModuleOp module, const CpuOptions &target,
 
   initializeTargets();
   std::string lookupError;
-  llvm::Triple triple(resolved->triple);
+  llvm::Triple triple(resolved->codegenTriple);
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!llvmTarget)
-    return error("no LLVM target for " + resolved->triple + ": " + lookupError);
+    return error("no LLVM target for " + resolved->codegenTriple + ": " + lookupError);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
       triple, resolved->cpu, resolved->features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
-    return error("cannot create a target machine for " + resolved->triple + " / " +
+    return error("cannot create a target machine for " + resolved->codegenTriple + " / " +
                  resolved->cpu);
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());
@@ -362,6 +388,8 @@ compileGroups(ModuleOp module, const CpuOptions &target,
     fn.addFnAttr("target-cpu", resolved->cpu);
     if (!resolved->features.empty())
       fn.addFnAttr("target-features", resolved->features);
+    if (resolved->framePointers)
+      fn.addFnAttr("frame-pointer", "non-leaf");
     fn.addFnAttr(llvm::Attribute::NoUnwind);
   }
   if (auto err = optimize(*llvmModule, *tm))
@@ -373,15 +401,11 @@ compileGroups(ModuleOp module, const CpuOptions &target,
     return object.takeError();
   report("emitted a " + llvm::Twine(object->size()) + "-byte object");
 
-  if (exe.format == "elf-so") {
-    auto so = linkSharedObject(*object);
-    if (!so)
-      return so.takeError();
-    exe.image = std::move(*so);
-    report("linked a " + llvm::Twine(exe.image.size()) + "-byte shared object");
-  } else {
-    exe.image = std::move(*object);
-  }
+  auto so = linkSharedObject(*object);
+  if (!so)
+    return so.takeError();
+  exe.image = std::move(*so);
+  report("linked a " + llvm::Twine(exe.image.size()) + "-byte shared object");
   last = start;
   report("compiled " + llvm::Twine(exe.functions.size()) + " kernels for " + exe.triple);
   return exe;

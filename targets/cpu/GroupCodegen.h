@@ -20,21 +20,24 @@ namespace fm::cpu {
 /// Which machine the code is for.
 ///   "native"        the host (triple, CPU and features of this machine)
 ///   "x86-64-v3"     x86_64-unknown-linux-gnu, CPU x86-64-v3 (AVX2, FMA)
-///   "aarch64-apple" arm64-apple-macosx13.0, CPU apple-m1 (Mach-O object only)
+///   "aarch64"       aarch64-unknown-linux-gnu, ARMv8-A with NEON (Linux,
+///                   Android)
+///   "aarch64-apple" arm64-apple-macosx13.0, CPU apple-m1: x18 reserved,
+///                   frame pointers kept (macOS; iOS links code statically)
+/// Every one is an ELF shared object for the runtime's own loader
+/// (runtime/hal/cpu/ElfLoader.h).
 struct CpuOptions {
   std::string cpu = "native";
 };
 
 /// The code of all groups of a module.
 struct CompiledExecutable {
-  /// "elf-so": a shared object to dlopen; "macho-o": a relocatable Mach-O
-  /// object (to be linked on the Apple side).
+  /// "elf-so": a shared object for the runtime's loader.
   std::string format;
   std::string triple, cpu;
   /// The entry symbol of each distinct kernel name, in module walk order of
   /// the first group that has it (fm-fuse gives structurally equal groups
-  /// the same kernel name; they share one function). Without the Mach-O
-  /// leading underscore.
+  /// the same kernel name; they share one function).
   std::vector<std::string> functions;
   std::vector<uint8_t> image;
 };

@@ -1,9 +1,10 @@
 // libFuzzer target: the ELF check that runs before an artifact's generated
-// code is handed to the dynamic loader (hal/cpu/ElfImage.h). Any bytes must
-// be refused with a sentence or accepted; an accepted image is then really
-// dlopen'ed and its functions dlsym'ed (never called): the check promises
-// that ld.so can map and relocate what it lets through without a signal and
-// without running any of the image's code.
+// code is mapped (hal/cpu/ElfImage.h), and fmc's loader behind it
+// (hal/cpu/ElfLoader.h). Any bytes must be refused with a sentence or
+// accepted; an accepted image is then really mapped, relocated against the
+// runtime's import table and protected, and its functions resolved (never
+// called): the check promises that the loader can do all of that with what
+// it lets through, without a signal and without running any of its code.
 #include "hal/cpu/CpuExecutable.h"
 #include "hal/cpu/ElfImage.h"
 
@@ -32,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       functions.push_back(name);
   const std::vector<uint8_t> image(data, data + size);
   auto exe = fm::hal::CpuExecutable::loadImage(image, functions, "fuzz");
-  // An error (dlopen's own) is fine; a signal is not.
+  // An error (the loader's own: a failed mmap or mprotect) is fine; a signal is not.
   (void)exe;
   return 0;
 }

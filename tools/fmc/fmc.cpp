@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
                          "vulkan, metal, cuda")
       ->default_val("cpu");
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
-      ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64-apple"}))
+      ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64", "aarch64-apple"}))
       ->default_val("native");
   compileCmd->add_option("--metal", comp.metal,
                          "Metal platform of --target metal: macos (11+) or ios (14+)")

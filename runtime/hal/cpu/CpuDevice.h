@@ -1,6 +1,7 @@
-// The CPU device: host memory, the artifact's native code (dlopen), and the
-// runtime's own micro-kernels (runtime/kernels: AVX-512/AVX2/NEON/generic,
-// chosen at run time), threaded over a per-session thread pool.
+// The CPU device: host memory, the artifact's native code (fmc's own ELF
+// loader), and the runtime's own micro-kernels (runtime/kernels:
+// AVX-512/AVX2/NEON/generic, chosen at run time), threaded over a
+// per-session thread pool.
 #pragma once
 
 #include "base/HostMemory.h"

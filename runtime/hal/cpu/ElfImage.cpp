@@ -5,18 +5,18 @@
 // no library but the C runtime's, no IFUNCs, relocations of a few kinds.
 #include "hal/cpu/ElfImage.h"
 
+#include "hal/cpu/ElfFormat.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
-#if defined(__linux__)
-#include <elf.h>
 #include <unistd.h>
-#endif
 
 namespace fm::hal {
 
-#if defined(__linux__)
+using namespace elf;
 
 namespace {
 
@@ -50,7 +50,7 @@ template <> struct ElfTypes<false> {
   using Sym = Elf32_Sym;
   using Rela = Elf32_Rela;
   using Rel = Elf32_Rel;
-  static constexpr unsigned char kClass = ELFCLASS32;
+  [[maybe_unused]] static constexpr unsigned char kClass = ELFCLASS32;
   static uint32_t relType(uint64_t info) { return ELF32_R_TYPE(info); }
   static uint64_t relSym(uint64_t info) { return ELF32_R_SYM(info); }
   static unsigned symType(unsigned char info) { return ELF32_ST_TYPE(info); }
@@ -117,11 +117,7 @@ std::string range(uint64_t begin, uint64_t size) {
 
 bool powerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-// The mapping granularity of this machine.
-uint64_t pageSize() {
-  const long p = sysconf(_SC_PAGESIZE);
-  return p > 0 && powerOfTwo(uint64_t(p)) ? uint64_t(p) : 4096;
-}
+uint64_t pageSize() { return elfPageSize(); }
 
 std::string segmentType(uint32_t type) {
   switch (type) {
@@ -177,6 +173,8 @@ public:
   Checker(const uint8_t *image, size_t size) : p_(image), size_(size) {}
 
   std::string run(const std::vector<std::string> &functions);
+  /// After run() accepted the image: what the loader needs.
+  void layout(ElfLayout *out) const;
 
 private:
   // Reads a T at file offset `offset`; false when it is not all inside.
@@ -231,7 +229,7 @@ private:
   std::string symbols();
   std::string relocations(const char *what, uint64_t addr, uint64_t bytes,
                           uint64_t entry, bool rela);
-  std::string function(const std::string &name);
+  std::string function(const std::string &name, uint64_t *address);
 
   const uint8_t *p_;
   size_t size_;
@@ -258,6 +256,9 @@ private:
   uint64_t gnuBucketOffset_ = 0, gnuChainAddr_ = 0;
   uint32_t sysvBuckets_ = 0, sysvChains_ = 0;
   uint64_t sysvOffset_ = 0;
+  // What the relocation tables and the functions come to (for layout()).
+  std::vector<ElfLayout::Relocation> relocs_;
+  std::vector<uint64_t> functionAddrs_;
 };
 
 std::string Checker::header() {
@@ -815,11 +816,32 @@ std::string Checker::relocations(const char *what, uint64_t addr,
     if (!s || !(s->p_flags & PF_W))
       return where + ": writes bytes " + range(offset, kWord) +
              ", which are not inside a writable segment";
+#if !defined(FM_ELF_UNKNOWN_MACHINE)
+    if (type == kHost.none)
+      continue;
+    ElfLayout::Relocation r;
+    r.offset = offset;
+    r.relative = type == kHost.relative;
+    r.type = type;
+    r.symbol = r.relative ? 0 : sym;
+    if (rela) {
+      E::Rela full;
+      read(at + i * size, &full);
+      r.addend = static_cast<int64_t>(full.r_addend);
+    } else { // the addend is the word in place (0 past the file's bytes)
+      uint64_t wordAt = 0;
+      std::conditional_t<kWord == 8, int64_t, int32_t> word = 0;
+      if (fileOffset(offset, kWord, &wordAt))
+        read(wordAt, &word);
+      r.addend = word;
+    }
+    relocs_.push_back(r);
+#endif
   }
   return {};
 }
 
-std::string Checker::function(const std::string &name) {
+std::string Checker::function(const std::string &name, uint64_t *address) {
   // The lookup dlsym makes: through the GNU hash table when there is one,
   // else the SysV one.
   uint64_t index = 0;
@@ -872,7 +894,34 @@ std::string Checker::function(const std::string &name) {
   if (!s || !(s->p_flags & PF_X))
     return at + ": its code " + range(sym.st_value, sym.st_size) +
            " is not inside an executable segment";
+  *address = sym.st_value;
   return {};
+}
+
+void Checker::layout(ElfLayout *out) const {
+  out->segments.clear();
+  for (const E::Phdr &p : loads_) {
+    ElfLayout::Segment seg;
+    seg.vaddr = p.p_vaddr;
+    seg.memsz = p.p_memsz;
+    seg.offset = p.p_offset;
+    seg.filesz = p.p_filesz;
+    seg.flags = p.p_flags;
+    out->segments.push_back(seg);
+  }
+  out->relocations = relocs_;
+  out->functions = functionAddrs_;
+  out->symbols.assign(numSymbols_, {});
+  for (uint64_t i = 1; i < numSymbols_; ++i) {
+    E::Sym sym;
+    read(symOffset_ + i * sizeof(E::Sym), &sym); // inside (symbols())
+    ElfLayout::Symbol &o = out->symbols[i];
+    stringAt(sym.st_name, &o.name); // inside (symbols())
+    o.defined = sym.st_shndx != SHN_UNDEF;
+    o.absolute = sym.st_shndx == SHN_ABS;
+    o.weak = E::symBind(sym.st_info) == STB_WEAK;
+    o.value = sym.st_value;
+  }
 }
 
 std::string Checker::run(const std::vector<std::string> &functions) {
@@ -899,8 +948,12 @@ std::string Checker::run(const std::vector<std::string> &functions) {
                                               : sizeof(E::Rel),
                            pltRel_ == DT_RELA));
   }
-  for (const std::string &f : functions)
-    FM_ELF_TRY(function(f));
+  functionAddrs_.clear();
+  for (const std::string &f : functions) {
+    uint64_t address = 0;
+    FM_ELF_TRY(function(f, &address));
+    functionAddrs_.push_back(address);
+  }
   return {};
 }
 
@@ -937,16 +990,20 @@ std::string elfImageProblem(const uint8_t *image, size_t size,
   return Checker(image, size).run(functions);
 }
 
-#else // !__linux__
-
-std::string elfMachineProblem(const uint8_t *, size_t) {
-  return "loading ELF images needs Linux";
+std::string elfImageProblem(const uint8_t *image, size_t size,
+                            const std::vector<std::string> &functions,
+                            ElfLayout *layout) {
+  Checker checker(image, size);
+  std::string problem = checker.run(functions);
+  if (problem.empty() && layout)
+    checker.layout(layout);
+  return problem;
 }
-std::string elfImageProblem(const uint8_t *, size_t,
-                            const std::vector<std::string> &) {
-  return "loading ELF images needs Linux";
-}
 
-#endif
+uint64_t elfPageSize() {
+  const long got = sysconf(_SC_PAGESIZE);
+  const uint64_t p = got > 0 ? uint64_t(got) : 0;
+  return powerOfTwo(p) ? p : 4096;
+}
 
 } // namespace fm::hal

@@ -1,7 +1,8 @@
-// The check of an artifact's ELF shared object before the dynamic loader
-// sees it: everything ld.so and dlsym read must lie inside the image and be
-// of the kinds fmc's linker writes, so that a corrupt image is refused with
-// a sentence, never mapped into a crash.
+// The check of an artifact's ELF shared object before the loader
+// (ElfLoader.h) maps it: everything a loader reads must lie inside the
+// image and be of the kinds fmc's linker writes, so that a corrupt image is
+// refused with a sentence, never mapped into a crash. It reads the image as
+// ld.so and dlsym would, which keeps the images loadable by them too.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace fm::hal {
 std::string elfMachineProblem(const uint8_t *image, size_t size);
 
 /// Why `image` (`size` bytes, code for this machine: elfMachineProblem is
-/// empty) cannot be dlopen'ed safely, or empty. Checks, in order: the
+/// empty) cannot be loaded safely, or empty. Checks, in order: the
 /// header (version, OS ABI, well-sized header tables); every program header (known types only; PT_LOAD file ranges
 /// inside the image, filesz <= memsz, sane alignment, ascending
 /// non-overlapping address ranges, no segment both writable and
@@ -32,5 +33,46 @@ std::string elfMachineProblem(const uint8_t *image, size_t size);
 /// lookup finds, as dlsym would.
 std::string elfImageProblem(const uint8_t *image, size_t size,
                             const std::vector<std::string> &functions);
+
+/// An image that elfImageProblem accepted, as the loader (ElfLoader.h) maps
+/// it: addresses are the image's own (the loader adds where it maps it).
+struct ElfLayout {
+  /// A loadable segment: memsz bytes at vaddr, of which the first filesz
+  /// come from the image at offset; flags: PF_R | PF_W | PF_X.
+  struct Segment {
+    uint64_t vaddr = 0, memsz = 0, offset = 0, filesz = 0;
+    uint32_t flags = 0;
+  };
+  /// A word to write at `offset`: the image's base plus `addend`
+  /// (relative), or symbol `symbol`'s address plus `addend` (absolute,
+  /// GOT and PLT entries, all bound now). REL tables' addends are read
+  /// from the word itself.
+  struct Relocation {
+    uint64_t offset = 0;
+    bool relative = false;
+    uint32_t type = 0; // the machine's number, for messages
+    uint64_t symbol = 0;
+    int64_t addend = 0;
+  };
+  struct Symbol {
+    std::string name;
+    bool defined = false; // inside the image (else imported)
+    bool absolute = false; // SHN_ABS: value is the address
+    bool weak = false;
+    uint64_t value = 0;
+  };
+  std::vector<Segment> segments; // ascending, on pages of their own
+  std::vector<Relocation> relocations;
+  std::vector<Symbol> symbols; // by symbol index
+  std::vector<uint64_t> functions; // the address of each function asked for
+};
+
+/// elfImageProblem, and on success the image's layout in *layout.
+std::string elfImageProblem(const uint8_t *image, size_t size,
+                            const std::vector<std::string> &functions,
+                            ElfLayout *layout);
+
+/// The page size of this machine: the granule of memory protection.
+uint64_t elfPageSize();
 
 } // namespace fm::hal

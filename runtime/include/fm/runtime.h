@@ -51,10 +51,10 @@ struct LoadOptions {
   /// fuzzers only, which need to reach the checks behind it; never load an
   /// executable with it off.
   bool skipProgramDigestForFuzzing = false;
-  /// Load the generated code (dlopen). Without it the model can still be
-  /// inspected, and programs that dispatch no generated code still run.
-  /// Loading an artifact's executable runs its code: load only trusted
-  /// artifacts with it.
+  /// Load the generated code (fmc's ELF loader). Without it the model can
+  /// still be inspected, and programs that dispatch no generated code still
+  /// run. Loading an artifact's executable maps code that its programs
+  /// then run: load only trusted artifacts with it.
   bool loadExecutable = true;
   /// Public keys (minisign's format: a .pub file's text, or its base64
   /// line) of the compilers whose artifacts may load. When not empty, an

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <pthread.h>
 
 namespace {
 // The test model: K and V rows of kKvWidth floats inside a fused QKV
@@ -93,13 +92,52 @@ fmt_record(void **args, int64_t rows, int64_t pos) {
 /// other live threads into its first float.
 __attribute__((visibility("default"))) void
 fmt_thread_tag(void **args, int64_t, int64_t) {
-  // The running thread, as a small exact float, without thread-local
-  // storage (generated code has none, and the loader refuses a PT_TLS
-  // image): pthread_t is the address of the thread's control block, and
-  // live threads' blocks lie pages apart.
-  const uintptr_t self = static_cast<uintptr_t>(pthread_self());
-  static_cast<float *>(args[0])[0] =
-      static_cast<float>(((self >> 12) & 0xfffff) + 1);
+  // The running thread's id, as a small exact float, from the kernel itself
+  // (gettid): generated code imports only the runtime's fixed table
+  // (hal/cpu/ElfLoader.h), and has no thread-local storage.
+  long tid;
+#if defined(__x86_64__)
+  __asm__ volatile("syscall" : "=a"(tid) : "a"(186L) : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = 178;
+  register long x0 __asm__("x0");
+  __asm__ volatile("svc 0" : "=r"(x0) : "r"(x8) : "memory");
+  tid = x0;
+#else
+#error "fmt_thread_tag: gettid for this machine"
+#endif
+  static_cast<float *>(args[0])[0] = static_cast<float>((tid & 0xfffff) + 1);
+}
+
+/// args: x (one double), out (two doubles): sin x and cos x, from libm
+/// through the image's PLT (generated RoPE code calls sincos like this).
+__attribute__((visibility("default"))) void
+fmt_sincos(void **args, int64_t, int64_t) {
+  const double x = *static_cast<const double *>(args[0]);
+  double *out = static_cast<double *>(args[1]);
+  out[0] = std::sin(x);
+  out[1] = std::cos(x);
+}
+
+} // extern "C"
+
+namespace {
+float twice(float x) { return 2.0f * x; }
+float square(float x) { return x * x; }
+// Function addresses in data: relative relocations, as jump tables make.
+float (*const volatile kTable[])(float) = {twice, square};
+} // namespace
+
+extern "C" {
+
+/// args: x (one float), out (two floats): 2x and x*x through a table of
+/// function pointers (relative relocations in the image's data).
+__attribute__((visibility("default"))) void
+fmt_table(void **args, int64_t, int64_t) {
+  const float x = *static_cast<const float *>(args[0]);
+  float *out = static_cast<float *>(args[1]);
+  out[0] = kTable[0](x);
+  out[1] = kTable[1](x);
 }
 
 } // extern "C"
