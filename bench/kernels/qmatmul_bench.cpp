@@ -3,7 +3,8 @@
 // cycled through > LLC, as in a decode step that streams every layer from
 // DRAM), on 1 and 2 threads; the activation modes side by side (int8x2,
 // the default; int8; f32 on AVX-512) and f32 weights; and a prefill matmul
-// (M = 128, GFLOP/s). Where the AVX-512 VNNI kernel takes its planes with
+// (M = 128, GFLOP/s); the matvec of 2-8 rows beside 1 (BM_QMatvecRows).
+// Where the AVX-512 VNNI kernel takes its planes with
 // GFNI, the decode shapes also run its shift-and-mask version in the same
 // run (planes:1), the baseline of that change.
 //
@@ -192,7 +193,22 @@ void prefillShapes(benchmark::internal::Benchmark *b) {
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+// The matvec of 1 .. kMatvecMaxRows rows (isa.h: speculative verification,
+// batched decode): each weight tile unpacked once for all M rows, cold, on
+// the 2.9B llama shape's FFN up (3072 -> 8192); time per call against
+// M = 1's is what an M-row verification pass costs over a decode step.
+void matvecRowsShapes(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"M", "N", "K", "bits", "group", "threads", "cold", "act",
+               "planes"});
+  for (int threads : {1, 2})
+    for (auto [bits, group] : {std::pair<int, int>{2, 64}, {4, 32}, {8, 32}})
+      for (int M : {1, 2, 3, 5, 8})
+        b->Args({M, 8192, 3072, bits, group, threads, 1, 0, 0});
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 BENCHMARK(BM_QMatmul)->Name("BM_QMatvec")->Apply(matvecShapes);
+BENCHMARK(BM_QMatmul)->Name("BM_QMatvecRows")->Apply(matvecRowsShapes);
 BENCHMARK(BM_QMatmul)->Name("BM_QPrefill")->Apply(prefillShapes);
 
 } // namespace

@@ -16,6 +16,13 @@ KernelIsa kernelIsaBest();
 /// Whether `isa` is compiled in and this CPU supports it.
 bool kernelIsaAvailable(KernelIsa isa);
 
+/// The most rows of x that the matvecs (matmulF32, matmulF16W, qmatmul)
+/// run as one: each tile of w is read (and unpacked) once for all the rows,
+/// and row i of the result is bit for bit what a call with row i alone
+/// gives (the decode step's), so that a batch of 2-8 rows (speculative
+/// verification, batched decode) decodes exactly as one row at a time.
+/// Callers send more rows to the prefill kernels (qgemm, gemmF32).
+constexpr int kMatvecMaxRows = 8;
 /// x86 extensions some AVX-512 kernels take where the CPU has them (false
 /// on other CPUs and builds); detected once.
 bool cpuHasAvx512Vnni();

@@ -58,15 +58,17 @@ void run(detail::MatmulRangeFn<W> range, const float *x, int64_t M, int64_t K,
   }
   bool parallel =
       pool && pool->numThreads() > 1 && M * N * K >= kMinParallelWork;
-  if (M == 1) {
+  if (M <= kMatvecMaxRows) {
+    // The matvec (isa.h), split by output rows: every thread reads its
+    // rows of w once for all M rows of x.
     if (!parallel) {
-      range(x, K, w, y, N, 0, 1, 0, N, accumulate);
+      range(x, K, w, y, N, 0, M, 0, N, accumulate);
       return;
     }
     int64_t units = (N + kMatvecUnitRows - 1) / kMatvecUnitRows;
     pool->parallelFor(units, [&](int64_t begin, int64_t end) {
       int64_t n1 = end * kMatvecUnitRows;
-      range(x, K, w, y, N, 0, 1, begin * kMatvecUnitRows, n1 < N ? n1 : N,
+      range(x, K, w, y, N, 0, M, begin * kMatvecUnitRows, n1 < N ? n1 : N,
             accumulate);
     });
     return;

@@ -16,7 +16,9 @@ namespace fm::kernels {
 /// y[M][N] (+)= x[M][K] · w[N][K]ᵀ, all row-major; w is an nn.Linear weight
 /// (out × in). With `accumulate` the products are added to y (a fused
 /// residual add), otherwise y is overwritten. y must not overlap x or w.
-/// M == 1 is the bandwidth-bound decode matvec; M > 1 the prefill matmul.
+/// M <= kMatvecMaxRows (isa.h) is the bandwidth-bound decode matvec, which
+/// reads w once for all M rows and gives each row bit for bit the result
+/// of a call with that row alone; more rows the prefill matmul.
 /// `pool` may be null (single-threaded).
 void matmulF32(const float *x, int64_t M, int64_t K, const float *w, int64_t N,
                float *y, bool accumulate, fm::rt::ThreadPool *pool);

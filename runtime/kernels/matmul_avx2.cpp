@@ -14,6 +14,9 @@ struct V : Simd {
   // 4 rows of w x 512 floats = 8 KiB of L1.
   static constexpr int64_t kKC = 512;
   static constexpr int kMatvecRows = 8;
+  // 8 accumulators of 16 registers: the multi-row matvec takes x row by
+  // row (the w rows stay in L1 across them).
+  static constexpr int kMatvecPassRows = 1;
   static constexpr int kPrefetchBytes = 0;
 };
 

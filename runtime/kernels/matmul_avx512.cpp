@@ -16,6 +16,8 @@ struct V : Simd {
   static constexpr int64_t kKC = 512;
   // 8 independent FMA chains; 8 rows stream at once.
   static constexpr int kMatvecRows = 8;
+  // 3 x 8 accumulators + 3 rows of x + 1 of w: the multi-row matvec.
+  static constexpr int kMatvecPassRows = 3;
   // Hardware prefetch keeps up with 8 sequential rows.
   static constexpr int kPrefetchBytes = 0;
 };

@@ -18,6 +18,8 @@ struct V {
   static constexpr int kMR = 4, kNR = 4;
   static constexpr int64_t kKC = 512;
   static constexpr int kMatvecRows = 8;
+  // 3 x 8 accumulators + 3 rows of x + 1 of w: the multi-row matvec.
+  static constexpr int kMatvecPassRows = 3;
   static constexpr int kPrefetchBytes = 0;
 
   static Reg zero() { return vdupq_n_f32(0.0f); }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -151,6 +152,55 @@ TEST_P(MatmulPathTest, EmptyKZeroesOrKeepsY) {
   EXPECT_EQ(y, (std::vector<float>{1, 2, 3, 4, 5, 6}));
   matmulF16WOn(GetParam(), &x, 2, 0, &w16, 3, y.data(), false, nullptr);
   EXPECT_EQ(y, (std::vector<float>(6, 0.0f)));
+}
+
+// The matvec of 2 .. kMatvecMaxRows rows (speculative verification, batched
+// decode) reads each tile of w once for all of them: row i of an m-row call
+// must be bit for bit the 1-row call on row i alone (the decode step), for
+// f32 and f16 weights, with and without accumulation, on 1 and 2 threads,
+// and close to the double-precision reference. N covers whole and partial
+// tiles of w rows; K vector tails.
+TEST_P(MatmulPathTest, MatvecRowsAreOneRowCalls) {
+  const MatmulPath path = GetParam();
+  uint32_t seed = 900;
+  for (int64_t M : {1, 2, 3, 5, int(kMatvecMaxRows)})
+    for (int64_t K : {5, 64, 1000})
+      for (int64_t N : {1, 7, 70}) {
+        Problem p(M, K, N, seed++);
+        for (bool f16 : {false, true})
+          for (bool accumulate : {false, true})
+            for (int threads : {1, 2}) {
+              SCOPED_TRACE("M=" + std::to_string(M) + " K=" +
+                           std::to_string(K) + " N=" + std::to_string(N) +
+                           (f16 ? " f16" : " f32") +
+                           " accumulate=" + std::to_string(accumulate) +
+                           " threads=" + std::to_string(threads));
+              auto call = [&](const float *x, int64_t rows, float *y,
+                              int nThreads) {
+                if (f16)
+                  matmulF16WOn(path, x, rows, K, p.w16.data(), N, y,
+                               accumulate, poolOf(nThreads));
+                else
+                  matmulF32On(path, x, rows, K, p.w32.data(), N, y,
+                              accumulate, poolOf(nThreads));
+              };
+              std::vector<float> y = p.y0;
+              call(p.x.data(), M, y.data(), threads);
+              for (int64_t m = 0; m < M; ++m) {
+                std::vector<float> y1(p.y0.begin() + m * N,
+                                      p.y0.begin() + (m + 1) * N);
+                call(p.x.data() + m * K, 1, y1.data(), 1);
+                ASSERT_EQ(std::memcmp(y.data() + m * N, y1.data(),
+                                      N * sizeof(float)),
+                          0)
+                    << "row " << m << " differs from the 1-row call";
+              }
+              expectClose(p, y, f16 ? p.ref16 : p.ref32,
+                          f16 ? p.mag16 : p.mag32, accumulate);
+              if (::testing::Test::HasFatalFailure())
+                return;
+            }
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, MatmulPathTest,

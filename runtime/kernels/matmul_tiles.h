@@ -14,6 +14,9 @@
 //   kMR, kNR                             prefill register tile (rows of x, w)
 //   kKC                                  prefill K block, in elements
 //   kMatvecRows                          w rows per matvec step
+//   kMatvecPassRows                      rows of x per matvec pass over
+//                                        them (kMatvecPassRows x
+//                                        kMatvecRows accumulators)
 //   kPrefetchBytes                       matvec prefetch distance (0 = off)
 //   zero(), fma(a, b, c) = a*b + c
 //   load(const float *), load(const uint16_t *)            kLanes elements
@@ -23,6 +26,8 @@
 //   sum(Reg) -> float, sum4(const Reg *r, float *out)       horizontal sums
 //   prefetch(const void *)
 #pragma once
+
+#include "kernels/isa.h" // kMatvecMaxRows
 
 #include <cstdint>
 
@@ -120,22 +125,24 @@ template <typename V, typename W>
 void matmulRange(const float *x, int64_t K, const W *w, float *y, int64_t ldy,
                  int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                  bool accumulate) {
-  if (m1 - m0 == 1) {
-    // Decode matvec: x stays in L1 while kMatvecRows rows of w stream past
-    // it, one load of x per kMatvecRows FMAs.
-    constexpr int R = V::kMatvecRows;
-    using Table = MatmulTileTable<V, W, 1, R, (V::kPrefetchBytes > 0)>;
-    const float *xRow = x + m0 * K;
-    float *yRow = y + m0 * ldy;
-    int64_t n = n0;
-    for (; n + R <= n1; n += R)
-      Table::get(1, R)(xRow, K, w + n * K, K, K, yRow + n, ldy, accumulate);
-    if (n < n1)
-      Table::get(1, n1 - n)(xRow, K, w + n * K, K, K, yRow + n, ldy,
-                            accumulate);
+  if (m1 - m0 <= kMatvecMaxRows) {
+    // Decode matvec of 1 .. kMatvecMaxRows rows (isa.h): x stays in L1
+    // while kMatvecRows rows of w stream past it, one load of x per
+    // kMatvecRows FMAs; the rows of x in passes of kMatvecPassRows over the
+    // same rows of w (the later passes read them from L1). Output (m, n)
+    // is one chain over all of K whatever the tile's rows of x, so each
+    // row's result is bit for bit that of a call with that row alone.
+    constexpr int R = V::kMatvecRows, MR = V::kMatvecPassRows;
+    using Table = MatmulTileTable<V, W, MR, R, (V::kPrefetchBytes > 0)>;
+    for (int64_t n = n0; n < n1; n += R) {
+      const int64_t nr = n1 - n < R ? n1 - n : R;
+      for (int64_t m = m0; m < m1; m += MR)
+        Table::get(m1 - m < MR ? m1 - m : MR, nr)(x + m * K, K, w + n * K, K,
+                                                  K, y + m * ldy + n, ldy,
+                                                  accumulate);
+    }
     return;
   }
-
   // Prefill: for each K block, each MR x NR tile of y is computed from MR
   // rows of x and NR rows of w. The NR rows of w (NR * kKC elements) stay in
   // L1 while the loop over m streams the x block from L2.

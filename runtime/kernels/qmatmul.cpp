@@ -115,15 +115,17 @@ void run(const QMatmulIsa &isa, const float *x, int64_t M, int64_t K,
     p.act = act;
     p.actStride = rowBytes;
   }
-  if (M == 1) {
+  if (M <= kMatvecMaxRows) {
+    // The matvec (isa.h), split by output rows: every thread reads its
+    // rows of w once for all M rows of x.
     if (!parallel) {
-      isa.range(p, 0, 1, 0, N);
+      isa.range(p, 0, M, 0, N);
       return;
     }
     const int64_t units = (N + kMatvecUnitRows - 1) / kMatvecUnitRows;
     pool->parallelFor(units, [&](int64_t begin, int64_t end) {
       const int64_t n1 = end * kMatvecUnitRows;
-      isa.range(p, 0, 1, begin * kMatvecUnitRows, n1 < N ? n1 : N);
+      isa.range(p, 0, M, begin * kMatvecUnitRows, n1 < N ? n1 : N);
     });
     return;
   }

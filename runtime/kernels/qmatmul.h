@@ -59,8 +59,10 @@ const char *qActivationsName(QActivations a);
 /// inputs (packedRowBytes(f, K) bytes each, an nn.Linear weight, out × in).
 /// With `accumulate` the products are added to y, otherwise y is
 /// overwritten. y must not overlap x or w. K must be a multiple of f.group.
-/// M == 1 is the bandwidth-bound decode matvec (split across threads by
-/// output rows); M > 1 the prefill matmul. `pool` may be null. `act`
+/// M <= kMatvecMaxRows (isa.h) is the bandwidth-bound decode matvec (split
+/// across threads by output rows), which unpacks each weight tile once for
+/// all M rows and gives each row bit for bit the result of a call with that
+/// row alone; more rows the prefill matmul. `pool` may be null. `act`
 /// chooses how x enters the integer dot products (QActivations).
 ///
 /// Scratch: the prepared activations go to `scratch` (64-byte aligned,

@@ -19,6 +19,9 @@ struct V {
   // quants are made signed and the sign moved onto x (|q - 128| <= 128).
   static constexpr int kOffset8 = 128;
   static constexpr const char *kName = "avx2";
+  // The multi-row matvec's rows per pass over a w row: 4 accumulators,
+  // so that the 16 registers hold them beside the planes and the chains.
+  static constexpr int kMatvecPassRows = 4;
 
   static Q loadW(const uint8_t *p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));

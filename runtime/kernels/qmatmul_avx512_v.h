@@ -25,6 +25,10 @@ template <bool Gfni> struct V {
   static constexpr int kBytes = 64, kLanes = 16;
   static constexpr int kOffset8 = 0;
   static constexpr const char *kName = Gfni ? "avx512-gfni" : "avx512";
+  // The multi-row matvec's rows per pass over a w row: up to 6
+  // accumulators beside a row's 4 planes and the two digits' chains, and
+  // 6 prepared x rows of K = 3072 (46 KiB) in L1; 8 rows as 4 + 4.
+  static constexpr int kMatvecPassRows = 6;
 
   static Q loadW(const uint8_t *p) { return _mm512_loadu_si512(p); }
   static Q loadWPartial(const uint8_t *p, int n) {

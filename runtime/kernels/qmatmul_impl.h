@@ -17,8 +17,11 @@
 //     scales at p, scale g repeated over lanesPerGroup lanes (count > 0)
 //   dotHalf(h, f, n)     sum of halfToFloat(h[i]) * f[i]
 //   prefetchL2(p)       the line at p into L2
+//   kMatvecPassRows     rows of x the multi-row matvec takes per pass over
+//                       a tile of w (its accumulators fit the registers)
 #pragma once
 
+#include "kernels/isa.h" // kMatvecMaxRows
 #include "kernels/qmatmul_isa.h"
 
 #include <algorithm>
@@ -313,26 +316,107 @@ void prefillRows(const Ctx<V> &c, const uint8_t *x, float *y, int64_t ldy,
     tile<V, D, Bits, 1, MR>(c, c.w + n * c.rowBytes, x, y + n, ldy, nullptr);
 }
 
+// The matvec of 1 .. kMatvecMaxRows rows of x (isa.h): each tile of w rows
+// is unpacked once per pass of up to V::kMatvecPassRows x rows, while the
+// prefetcher streams w. Output (n, m) is tile()'s chain for weight row n and
+// x row m whatever the tile's shape, so each row's result is bit for bit
+// that of a call with that row alone (the decode step's).
+//
+// Rows of w per tile for MR rows of x: 4 accumulator chains at least (4 w
+// rows for one x row, 2 for 2), one w row for more.
+template <int MR> constexpr int matvecTileRows() {
+  return MR == 1 ? kMatvecRows : MR == 2 ? 2 : 1;
+}
+
+// One tile of nr <= matvecTileRows rows of w for MR rows of x.
+template <class V, int D, int Bits, int MR>
+void matvecPass(const Ctx<V> &c, const uint8_t *x, float *y, int64_t ldy,
+                const uint8_t *w, int nr, Prefetcher *pf) {
+  constexpr int NR = matvecTileRows<MR>();
+  if (nr == NR)
+    return tile<V, D, Bits, NR, MR>(c, w, x, y, ldy, pf);
+  for (int n = 0; n < nr; ++n)
+    tile<V, D, Bits, 1, MR>(c, w + n * c.rowBytes, x, y + n, ldy, nullptr);
+}
+
+// Rows [n0, n1) of w for MR rows of x; the prefetcher runs to pfEnd (the
+// range's end: across the blocks of the passes below).
+template <class V, int D, int Bits, int MR>
+void matvecRows(const Ctx<V> &c, const uint8_t *x, float *y, int64_t ldy,
+                int64_t n0, int64_t n1, int64_t pfEnd) {
+  constexpr int NR = matvecTileRows<MR>();
+  const int64_t tileBytes = NR * c.rowBytes;
+  const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
+  Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
+                (tileBytes + steps - 1) / steps, c.w + pfEnd * c.rowBytes};
+  for (int64_t n = n0; n < n1; n += NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, n1 - n));
+    matvecPass<V, D, Bits, MR>(c, x, y + n, ldy, c.w + n * c.rowBytes, nr,
+                               nr == NR ? &pf : nullptr);
+  }
+}
+
+// Rows of w per block when the rows of x take several passes: every pass
+// over a block reads it from L2, not memory.
+constexpr int64_t kMatvecBlockRows = 32;
+
+// Rows [m0, m1) of x, at most kMatvecMaxRows, in passes of at most
+// V::kMatvecPassRows rows, as equal as they can be; with several passes,
+// all of them over one block of w rows before the next.
+template <class V, int D, int Bits>
+void matvec(const Params &p, const Ctx<V> &c, int64_t m0, int64_t m1,
+            int64_t n0, int64_t n1) {
+  constexpr int kPass = V::kMatvecPassRows;
+  static_assert(kPass >= 1 && kPass <= kMatvecMaxRows, "bad pass rows");
+  const uint8_t *act = static_cast<const uint8_t *>(p.act);
+  // Passes of equal rows (8 = 4 + 4, not 6 + 2 where kPass is 6).
+  const int64_t passes = (m1 - m0 + kPass - 1) / kPass;
+  const int64_t rows = (m1 - m0 + passes - 1) / passes;
+  auto pass = [&](int64_t m, int64_t b0, int64_t b1) {
+    const uint8_t *x = act + m * p.actStride;
+    float *y = p.y + m * p.ldy;
+    switch (std::min<int64_t>(rows, m1 - m)) {
+    case 1:
+      return matvecRows<V, D, Bits, 1>(c, x, y, p.ldy, b0, b1, n1);
+    case 2:
+      return matvecRows<V, D, Bits, (kPass >= 2 ? 2 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    case 3:
+      return matvecRows<V, D, Bits, (kPass >= 3 ? 3 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    case 4:
+      return matvecRows<V, D, Bits, (kPass >= 4 ? 4 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    case 5:
+      return matvecRows<V, D, Bits, (kPass >= 5 ? 5 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    case 6:
+      return matvecRows<V, D, Bits, (kPass >= 6 ? 6 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    case 7:
+      return matvecRows<V, D, Bits, (kPass >= 7 ? 7 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    default:
+      return matvecRows<V, D, Bits, (kPass >= 8 ? 8 : 1)>(c, x, y, p.ldy, b0,
+                                                           b1, n1);
+    }
+  };
+  if (m1 - m0 <= kPass)
+    return pass(m0, n0, n1);
+  for (int64_t b0 = n0; b0 < n1; b0 += kMatvecBlockRows) {
+    const int64_t b1 = std::min(b0 + kMatvecBlockRows, n1);
+    for (int64_t m = m0; m < m1; m += rows)
+      pass(m, b0, b1);
+  }
+}
+
 template <class V, int D, int Bits>
 void rangeBits(const Params &p, int64_t m0, int64_t m1, int64_t n0,
                int64_t n1) {
   const Ctx<V> c = makeCtx<V, D>(p);
   const uint8_t *act = static_cast<const uint8_t *>(p.act);
-  if (m1 - m0 == 1) {
-    const uint8_t *x = act + m0 * p.actStride;
-    float *y = p.y + m0 * p.ldy;
-    const int64_t tileBytes = kMatvecRows * c.rowBytes;
-    const int64_t steps = c.fullSteps > 0 ? c.fullSteps : 1;
-    Prefetcher pf{c.w + n0 * c.rowBytes + tileBytes + kPrefetchBytes,
-                  (tileBytes + steps - 1) / steps, c.w + n1 * c.rowBytes};
-    int64_t n = n0;
-    for (; n + kMatvecRows <= n1; n += kMatvecRows)
-      tile<V, D, Bits, kMatvecRows, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy,
-                                       &pf);
-    for (; n < n1; ++n)
-      tile<V, D, Bits, 1, 1>(c, c.w + n * c.rowBytes, x, y + n, p.ldy, nullptr);
-    return;
-  }
+  if (m1 - m0 <= kMatvecMaxRows)
+    return matvec<V, D, Bits>(p, c, m0, m1, n0, n1);
   // x rows outer: a tile's MR prepared rows stay in L1 while the block's
   // weight rows stream from L2.
   int64_t m = m0;

@@ -19,6 +19,9 @@ struct V {
   static constexpr int kBytes = 16, kLanes = 4;
   static constexpr int kOffset8 = 128;
   static constexpr const char *kName = "neon";
+  // The multi-row matvec's rows per pass over a w row: 4 accumulators
+  // beside the planes and the chains.
+  static constexpr int kMatvecPassRows = 4;
 
   static Q loadW(const uint8_t *p) { return vreinterpretq_s8_u8(vld1q_u8(p)); }
   static Q loadWPartial(const uint8_t *p, int n) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -163,6 +164,88 @@ TEST(QMatmul, GfniPlanesMatchShiftAndMask) {
             }
         }
   std::printf("  %d (format, shape, activations, threads) cases\n", checked);
+}
+
+// The matvec of 2 .. kMatvecMaxRows rows (speculative verification, batched
+// decode) unpacks each weight tile once for all of them: row i of an m-row
+// call must be bit for bit the 1-row call on row i alone (the decode step),
+// on every path, activation mode and format, with and without accumulation,
+// on 1 and 2 threads, and within the rounding bound of the double-precision
+// reference. N covers whole and partial tiles of w rows; K a tail step.
+TEST(QMatmul, MatvecRowsAreOneRowCalls) {
+  struct Run {
+    std::string name;
+    KernelIsa path;
+    QActivations act;
+    bool shiftMask; // qmatmulAvx512ShiftMaskOn
+  };
+  std::vector<Run> runs = {{"generic", KernelIsa::Generic,
+                            QActivations::Int8x2, false}};
+  for (KernelIsa path : {KernelIsa::Avx2, KernelIsa::Avx512, KernelIsa::Neon})
+    if (kernelIsaAvailable(path))
+      for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+        runs.push_back({std::string(kernelIsaName(path)) + "-" +
+                            qActivationsName(act),
+                        path, act, false});
+  if (kernelIsaAvailable(KernelIsa::Avx512))
+    runs.push_back({"avx512-f32", KernelIsa::Avx512, QActivations::F32, false});
+  if (qmatmulAvx512ShiftMaskAvailable())
+    for (QActivations act : {QActivations::Int8x2, QActivations::Int8})
+      runs.push_back({std::string("avx512-shift-mask-") + qActivationsName(act),
+                      KernelIsa::Avx512, act, true});
+  for (const Run &r : runs)
+    std::printf("  checking %s\n", r.name.c_str());
+  auto call = [](const Run &r, const float *x, int64_t M, int64_t K,
+                 const uint8_t *w, QuantFormat f, int64_t N, float *y,
+                 bool acc, int threads) {
+    if (r.shiftMask)
+      qmatmulAvx512ShiftMaskOn(r.act, x, M, K, w, f, N, y, acc,
+                               poolOf(threads));
+    else
+      qmatmulOn(r.path, r.act, x, M, K, w, f, N, y, acc, poolOf(threads));
+  };
+  uint32_t seed = 5000;
+  int checked = 0;
+  for (QuantFormat f : allQuantFormats())
+    for (int64_t M : {1, 2, 3, 5, int(kMatvecMaxRows)})
+      for (int64_t K : {int64_t(f.group), 5 * int64_t(f.group)})
+        for (int64_t N : {int64_t(1), int64_t(7), int64_t(70)}) {
+          Problem p(f, M, K, N, seed++);
+          for (const Run &r : runs)
+            for (bool acc : {false, true})
+              for (int threads : {1, 2}) {
+                std::vector<float> y =
+                    acc ? p.y0 : std::vector<float>(M * N, NAN);
+                call(r, p.x.data(), M, K, p.w.data(), f, N, y.data(), acc,
+                     threads);
+                for (int64_t m = 0; m < M; ++m) {
+                  std::vector<float> y1 =
+                      acc ? std::vector<float>(p.y0.begin() + m * N,
+                                               p.y0.begin() + (m + 1) * N)
+                          : std::vector<float>(N, NAN);
+                  call(r, p.x.data() + m * K, 1, K, p.w.data(), f, N,
+                       y1.data(), acc, 1);
+                  ASSERT_EQ(std::memcmp(y.data() + m * N, y1.data(),
+                                        N * sizeof(float)),
+                            0)
+                      << r.name << " " << formatName(f) << " M=" << M
+                      << " K=" << K << " N=" << N << " acc=" << acc
+                      << " threads=" << threads << ": row " << m
+                      << " differs from the 1-row call";
+                }
+                for (int64_t i = 0; i < M * N; ++i) {
+                  const double expect = p.ref[i] + (acc ? p.y0[i] : 0.0);
+                  ASSERT_NEAR(y[i], expect,
+                              p.tolerance(i, r.act) + 1e-5 * (p.mag[i] + 1.0))
+                      << r.name << " " << formatName(f) << " M=" << M
+                      << " K=" << K << " N=" << N << " acc=" << acc << " at "
+                      << i;
+                }
+                ++checked;
+              }
+        }
+  std::printf("  %d (path, format, shape, accumulate, threads) cases\n",
+              checked);
 }
 
 TEST(QMatmul, DispatchedIsBestPath) {

@@ -107,11 +107,12 @@ public:
     // One call per group of weights (matmulGroups).
     for (const MatmulGroup &m : matmulGroups(d.weights, d.activations, problem_))
       groups_.push_back({m.w, m.rows, m.col0, false, m.copy});
-    // Launches of several rows (prefill) multiply packed weights as a GEMM
-    // over their Panel16 copy: the artifact's, or one made before the
-    // program's first run (beforeFirstRun), so that programs which never
-    // run cost no copies.
-    if (d.maxRows > 1 && d.activations != kernels::QActivations::F32)
+    // Launches of more rows than the matvec takes (prefill; linear() in
+    // Linear.h) multiply packed weights as a GEMM over their Panel16 copy:
+    // the artifact's, or one made before the program's first run
+    // (beforeFirstRun), so that programs which never run cost no copies.
+    if (d.maxRows > kernels::kMatvecMaxRows &&
+        d.activations != kernels::QActivations::F32)
       for (Group &g : groups_)
         if (g.w.kind == WeightRef::Kind::Quant &&
             kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,

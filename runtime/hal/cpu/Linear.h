@@ -59,7 +59,8 @@ inline size_t linearScratchBytes(const WeightRef &w, int64_t M, int64_t K) {
   if (w.kind != WeightRef::Kind::Quant)
     return 0;
   size_t bytes = kernels::qmatmulScratchBytes(w.format, M, K, w.activations);
-  if (M > 1 && w.activations != kernels::QActivations::F32)
+  if (M > kernels::kMatvecMaxRows &&
+      w.activations != kernels::QActivations::F32)
     bytes = std::max(bytes, kernels::qgemmScratchBytes(w.format, M, K,
                                                        w.activations));
   return bytes;
@@ -83,8 +84,12 @@ inline void linear(const WeightRef &w, const float *x, int64_t M, int64_t K,
     return;
   case WeightRef::Kind::Quant:
     // qgemm's F32 mode decodes the weights (slow): exact activations keep
-    // the row kernel.
-    if (M > 1 && w.gemm && w.activations != kernels::QActivations::F32) {
+    // the row kernel. Up to kMatvecMaxRows rows take qmatmul's matvec,
+    // which reads the weights once for all of them and gives each row the
+    // decode step's result bit for bit (speculative verification, batched
+    // decode); qgemm rounds them differently and costs a 16-row tile.
+    if (M > kernels::kMatvecMaxRows && w.gemm &&
+        w.activations != kernels::QActivations::F32) {
       kernels::qgemm(x, M, K, w.gemm, kernels::GemmLayout::Panel16, w.format,
                      N, y, accumulate, pool, w.activations, scratch);
       return;

@@ -9,7 +9,8 @@
 // qmatmul_test.cpp), the same bits on 1, 2 and 3 threads; the same for the
 // prefill GEMM (qgemm over repacked weights) on the NEON path and, where
 // built with +i8mm, the usmmla path; f32 and f16-weight matmul within f32
-// rounding.
+// rounding; and the matvec of 2-8 rows (qmatmul, matmul f32/f16): each row
+// bit for bit the 1-row call's (isa.h kMatvecMaxRows).
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/qgemm.h"
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -58,7 +60,7 @@ void checkQMatmul() {
   int checked = 0;
   uint32_t seed = 1;
   for (QuantFormat f : testing::allQuantFormats())
-    for (int64_t M : {1, 2, 5})
+    for (int64_t M : {1, 2, 5, 8})
       for (int64_t K :
            {int64_t(f.group), int64_t(3 * f.group), int64_t(5 * f.group)})
         for (int64_t N : {1, 7, 33}) {
@@ -85,6 +87,17 @@ void checkQMatmul() {
                      " threads");
                 return;
               }
+            for (int64_t m = 0; m < M && M > 1; ++m) {
+              std::vector<float> row(N, NAN);
+              qmatmulOn(KernelIsa::Neon, act, p.x.data() + m * K, 1, K,
+                        p.w.data(), f, N, row.data(), false, nullptr);
+              if (std::memcmp(row.data(), y1.data() + m * N,
+                              N * sizeof(float)) != 0) {
+                fail(what + ": row " + std::to_string(m) +
+                     " differs from the 1-row call");
+                return;
+              }
+            }
             ++checked;
           }
         }
@@ -147,7 +160,7 @@ void checkMatmul() {
   int checked = 0;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int64_t M : {1, 3, 17})
+  for (int64_t M : {1, 3, 8, 17})
     for (int64_t K : {1, 15, 64, 129})
       for (int64_t N : {1, 5, 33}) {
         std::vector<float> x(M * K), w(N * K);
@@ -176,6 +189,21 @@ void checkMatmul() {
               !(std::fabs(yhn[i] - yhg[i]) <= tol)) {
             fail("matmul M=" + std::to_string(M) + " K=" + std::to_string(K) +
                  " N=" + std::to_string(N) + " at " + std::to_string(i));
+            return;
+          }
+        }
+        for (int64_t m = 0; m < M && M > 1 && M <= kMatvecMaxRows; ++m) {
+          std::vector<float> row(N), rowh(N);
+          matmulF32On(KernelIsa::Neon, x.data() + m * K, 1, K, w.data(), N,
+                      row.data(), false, nullptr);
+          matmulF16WOn(KernelIsa::Neon, x.data() + m * K, 1, K, wh.data(), N,
+                       rowh.data(), false, nullptr);
+          if (std::memcmp(row.data(), yn.data() + m * N, N * sizeof(float)) ||
+              std::memcmp(rowh.data(), yhn.data() + m * N,
+                          N * sizeof(float))) {
+            fail("matmul M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                 " N=" + std::to_string(N) + ": row " + std::to_string(m) +
+                 " differs from the 1-row call");
             return;
           }
         }
