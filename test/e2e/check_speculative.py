@@ -5,7 +5,7 @@ against plain greedy decoding through fm-run.
   check_speculative.py --family F [--preset P] [--set KEY=JSON ...] --work DIR
                        [--compile-args "--quant w4 --group 32"] [--run-args ARGS]
                        [--chunks 0,1,3] [--draft-max 1,3,8] [--ranks N --mpi N]
-                       [--rtol R] [--context N] [--bin DIR]
+                       [--rtol R] [--exact] [--context N] [--bin DIR]
 
 The target is gen_checkpoint.py's checkpoint of the family (seed 0), compiled
 with --compile-args (and --ranks N: partitioned, run under mpirun -np N). The
@@ -35,6 +35,10 @@ draft, no rollback), both with --logits-out:
     accepted draft (generated = 1 + target_passes + accepted), the self draft
     is (nearly) always accepted;
 and with --max-new-tokens 0 --logits-out the row after the prompt, plain's.
+With --exact (for passes of at most 8 rows, --draft-max 7 at most: the
+matvec's rows, kMatvecMaxRows in runtime/kernels/isa.h, each bit for bit the
+decode step's) the ids must be plain's with no near tie, and every row
+plain's bit for bit.
 With --context N the target is compiled with that context, shorter than the
 prompt plus the tokens asked for: both paths stop where it is full.
 Prints one line per check and `N passed, N failed` at the end.
@@ -75,6 +79,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=1)
     ap.add_argument("--mpi", type=int, default=0)
     ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--exact", action="store_true")
     ap.add_argument("--context", type=int, default=0)
     ap.add_argument("--bin", default="")
     args = ap.parse_args()
@@ -148,6 +153,11 @@ def main():
                     same = ids == plain
                     d = np.abs(rows[:n + 1] - plain_rows[:n + 1]).max(axis=1)
                     rows_ok = bool((d <= args.rtol * scale).all())
+                    if args.exact:
+                        check(same and bool((d == 0).all()),
+                              "%s: ids and logits rows plain's bit for bit "
+                              "(max |d| %.2g)" % (what, d.max()),
+                              "spec %s\nplain %s" % (ids, plain))
                     if not same and n < min(len(ids), len(plain)):
                         tie = (int(rows[n].argmax()) == ids[n] and
                                int(plain_rows[n].argmax()) == plain[n] and rows_ok)
