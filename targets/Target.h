@@ -76,7 +76,7 @@ struct EntryPoint {
 /// What a target makes of a module of kernel groups.
 struct SerializedExecutable {
   std::string target; // the Target's name
-  std::string format; // "elf-so", "macho-o", "spirv", "msl", "ptx", ...
+  std::string format; // "elf-so", "static", "spirv", "msl", "ptx", ...
   std::string triple, cpu;
   std::vector<uint8_t> data;
   /// One per distinct kernel, in the order the groups of the module give
@@ -86,6 +86,13 @@ struct SerializedExecutable {
   std::string summary;
   /// What the compile should warn about (a kernel that spills registers).
   std::vector<std::string> warnings;
+  /// Files written beside the artifact, named artifact path + suffix (the
+  /// CPU target's statically linked kernels: ".kernels.o", ".kernels.c").
+  struct SideFile {
+    std::string suffix;
+    std::vector<uint8_t> data;
+  };
+  std::vector<SideFile> sideFiles;
 };
 
 /// Target options of `fmc compile`, by name ("cpu" → "native").

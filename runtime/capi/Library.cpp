@@ -5,6 +5,7 @@
 
 #include "fm/perplexity.h"
 #include "fm/runtime.h"
+#include "hal/cpu/StaticKernels.h"
 
 #include <vector>
 
@@ -73,6 +74,21 @@ const std::vector<fm::DeviceInfo> &devices() {
 } // namespace
 
 extern "C" {
+
+int fm_static_kernels_register(const char *key, const char *const *names,
+                               const fm_kernel_function *functions, size_t n) {
+  return guarded("fm_static_kernels_register", [&](Call &call) {
+    if (!key)
+      return call.null("key");
+    if (n > 0 && !names)
+      return call.null("names");
+    if (n > 0 && !functions)
+      return call.null("functions");
+    if (fm::Status s = fm::hal::registerStaticKernels(key, names, functions, n); !s)
+      return call.fail(s, FM_STATUS_INVALID_ARGUMENT);
+    return FM_STATUS_OK;
+  });
+}
 
 fm_status fm_device_count(size_t *count) {
   return guarded("fm_device_count", [&](Call &call) {

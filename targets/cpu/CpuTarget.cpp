@@ -15,10 +15,12 @@ public:
   llvm::StringRef name() const override { return "cpu"; }
   llvm::StringRef description() const override {
     return "native code through LLVM (an ELF shared object for the "
-           "runtime's own loader)";
+           "runtime's own loader, or an object to link statically)";
   }
   std::vector<target::TargetOption> options() const override {
-    return {{"cpu", "native (this machine), x86-64-v3, aarch64 or aarch64-apple"}};
+    return {{"cpu", "native (this machine), x86-64-v3, aarch64, aarch64-apple or aarch64-ios"},
+            {"cpu-code", "image (an ELF image the runtime loads) or static (an object and a "
+                         "registration source that the application links)"}};
   }
   bool providesMicroKernel(llvm::StringRef op) const override {
     return llvm::StringSwitch<bool>(op)
@@ -39,6 +41,8 @@ public:
     CpuOptions o;
     if (auto it = options.find("cpu"); it != options.end())
       o.cpu = it->second;
+    if (auto it = options.find("cpu-code"); it != options.end())
+      o.code = it->second;
     auto exe = compileGroups(kernels, o, progress);
     if (!exe)
       return exe.takeError();
@@ -51,6 +55,13 @@ public:
     for (const std::string &f : exe->functions)
       out.entries.push_back({f, {}, {}, {}});
     out.summary = out.triple + ", cpu " + out.cpu + ", " + out.format;
+    if (exe->format == "static") {
+      out.summary += " (key " + exe->staticKey + ")";
+      out.sideFiles.push_back({".kernels.o", std::move(exe->staticObject)});
+      out.sideFiles.push_back(
+          {".kernels.c", std::vector<uint8_t>(exe->staticRegistration.begin(),
+                                              exe->staticRegistration.end())});
+    }
     return out;
   }
 };

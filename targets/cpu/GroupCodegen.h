@@ -28,11 +28,17 @@ namespace fm::cpu {
 /// (runtime/hal/cpu/ElfLoader.h).
 struct CpuOptions {
   std::string cpu = "native";
+  /// "image": an ELF shared object in the artifact, for the runtime's
+  /// loader. "static": an object file and a registration source that an
+  /// application links (platforms that forbid loading code: iOS); the
+  /// artifact then holds only the kernels' key.
+  std::string code = "image";
 };
 
 /// The code of all groups of a module.
 struct CompiledExecutable {
-  /// "elf-so": a shared object for the runtime's loader.
+  /// "elf-so": a shared object for the runtime's loader; "static": kernels
+  /// linked into the application (image holds their key).
   std::string format;
   std::string triple, cpu;
   /// The entry symbol of each distinct kernel name, in module walk order of
@@ -40,6 +46,14 @@ struct CompiledExecutable {
   /// the same kernel name; they share one function).
   std::vector<std::string> functions;
   std::vector<uint8_t> image;
+  /// "static": the key (16 hex digits of a SHA-256 of the optimized code)
+  /// that prefixes each function's symbol and names the kernels in the
+  /// runtime's registry; the object file (ELF, or Mach-O for Apple) and
+  /// the C source that registers the functions with the runtime
+  /// (fm_static_kernels_register, fm/fm.h).
+  std::string staticKey;
+  std::vector<uint8_t> staticObject;
+  std::string staticRegistration;
 };
 
 /// The arguments of a group's entry, in order (targets/Target.h).

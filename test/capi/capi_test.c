@@ -709,6 +709,18 @@ static int run(const char *modelPath, const char *work) {
 }
 
 /* Every function, called wrong: a code and a message, never a crash. */
+/* Two kernels for the static registry's checks (never called). */
+static void kernelA(void **args, int64_t rows, int64_t pos) {
+  (void)args;
+  (void)rows;
+  (void)pos;
+}
+static void kernelB(void **args, int64_t rows, int64_t pos) {
+  (void)args;
+  (void)rows;
+  (void)pos;
+}
+
 static int misuse(const char *modelPath, const char *work) {
   fm_model *model = NULL, *notModel;
   fm_session *session = NULL, *freed = NULL;
@@ -892,6 +904,24 @@ static int misuse(const char *modelPath, const char *work) {
   EXPECT(fm_session_prefill(session, &token, 1, 0, NULL), FM_STATUS_CANCELLED,
          "cancelled by fm_session_cancel before the prefill started");
   CHECK_OK(fm_session_prefill(session, &token, 1, 0, NULL));
+
+  /* Statically linked kernels: the registry's checks. */
+  {
+    const char *names[1] = {"fmk_0123456789abcdef_k0_entry"};
+    fm_kernel_function fns[1] = {kernelA}, others[1] = {kernelB};
+    EXPECT((fm_status)fm_static_kernels_register(NULL, names, fns, 1),
+           FM_STATUS_INVALID_ARGUMENT, "key is NULL");
+    EXPECT((fm_status)fm_static_kernels_register("0123456789abcdef", NULL, fns, 1),
+           FM_STATUS_INVALID_ARGUMENT, "names is NULL");
+    EXPECT((fm_status)fm_static_kernels_register("0123456789abcdef", names, NULL, 1),
+           FM_STATUS_INVALID_ARGUMENT, "functions is NULL");
+    EXPECT((fm_status)fm_static_kernels_register("xyz", names, fns, 1),
+           FM_STATUS_INVALID_ARGUMENT, "key 'xyz' is not fmc's (16 lower-case hex digits)");
+    CHECK_OK((fm_status)fm_static_kernels_register("0123456789abcdef", names, fns, 1));
+    CHECK_OK((fm_status)fm_static_kernels_register("0123456789abcdef", names, fns, 1));
+    EXPECT((fm_status)fm_static_kernels_register("0123456789abcdef", names, others, 1),
+           FM_STATUS_INVALID_ARGUMENT, "registered twice with different functions");
+  }
 
   /* Speculative decoding's settings. */
   {

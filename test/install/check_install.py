@@ -49,6 +49,9 @@ target_link_libraries(chat PRIVATE fmrt::fmrt)
 add_executable(chat_static chat.c)
 set_target_properties(chat_static PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF)
 target_link_libraries(chat_static PRIVATE fmrt::fmrt_static)
+# An artifact compiled with --cpu-code static: its kernels linked in.
+add_executable(generate_kernels {generate} {kernels}.kernels.c {kernels}.kernels.o)
+target_link_libraries(generate_kernels PRIVATE fmrt::fmrt)
 """
 
 
@@ -127,6 +130,28 @@ def main():
             "--max-new-tokens", "32"]
     want_chat = run(chat)[0]
     want_json = run(chat + ["--json-schema", schema], ok=(0, 3))[0]
+    # The same checkpoint with its CPU kernels to link statically, and
+    # another architecture's (afm7: other kernels, so another key; the key
+    # is the code's, so a checkpoint of the same shapes shares it).
+    static = os.path.join(work, "static.fmb")
+    other = os.path.join(work, "other.fmb")
+    out = run([tool("fmc"), "compile", os.path.join(model, "checkpoint"), "-o", static,
+               "--max-prefill", "8", "--cpu-code", "static"])[0].decode()
+    key = re.search(r"static \(key ([0-9a-f]{16})\)", out)
+    check(key is not None and os.path.exists(static + ".kernels.o") and
+          os.path.exists(static + ".kernels.c"),
+          "fmc compile --cpu-code static writes the artifact, .kernels.o and .kernels.c", out)
+    key = key.group(1) if key else "?"
+    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_checkpoint.py"), "--family",
+         "afm7", "--preset", "tiny", "--out", os.path.join(work, "afm7")])
+    out = run([tool("fmc"), "compile", os.path.join(work, "afm7"), "-o", other,
+               "--cpu-code", "static"])[0].decode()
+    other_key = re.search(r"static \(key ([0-9a-f]{16})\)", out)
+    other_key = other_key.group(1) if other_key else "?"
+    err = run([tool("fm-run"), static, "--tokens", "1,17,42"], ok=(1,))[1]
+    check("compiled to link statically (key %s) and this program has not linked them" % key
+          in err, "fm-run refuses an artifact whose kernels it has not linked, naming the key",
+          err)
 
     src = os.path.join(work, "chat.c")
     open(src, "w").write(doc_program())
@@ -150,7 +175,8 @@ def main():
     app = os.path.join(work, "cmake-app")
     os.makedirs(app)
     shutil.copy(src, app)
-    open(os.path.join(app, "CMakeLists.txt"), "w").write(CMAKE_APP.format(generate=generate))
+    open(os.path.join(app, "CMakeLists.txt"), "w").write(
+        CMAKE_APP.format(generate=generate, kernels=static))
     run([args.cmake, "-S", app, "-B", os.path.join(app, "build"), "-G", "Ninja",
          "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_C_COMPILER=" + args.cc,
          "-DCMAKE_CXX_COMPILER=" + args.cxx, "-DCMAKE_BUILD_TYPE=Release"])
@@ -159,6 +185,17 @@ def main():
     try_programs("CMake", exe("generate"), [exe("chat"), exe("chat_static")])
     static_deps = run(["readelf", "-d", exe("chat_static")])[0].decode()
     check("libfmrt" not in static_deps, "fmrt::fmrt_static links libfmrt.a (no libfmrt.so)")
+    got = run([exe("generate_kernels"), static, "1", "17", "42"], env=env)[0].decode()
+    check(got.splitlines()[-1].split() == want_ids.decode().split(),
+          "examples/app with the kernels linked statically: fm-run --tokens' ids on the "
+          "same checkpoint compiled to an image", "%r" % got)
+    err = run([exe("generate_kernels"), other, "1", "17", "42"], env=env, ok=(1,))[1]
+    check(("(key %s) and this program has not linked them (it has the kernels of %s)"
+           % (other_key, key)) in err,
+          "kernels of another artifact are refused, naming both keys", err)
+    err = run([exe("generate"), static, "1", "17", "42"], env=env, ok=(1,))[1]
+    check("(key %s) and this program has not linked them (it has none)" % key in err,
+          "a program without the kernels refuses the static artifact", err)
 
     # pkg-config.
     pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, libdir, "pkgconfig"))

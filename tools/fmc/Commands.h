@@ -21,6 +21,7 @@ struct CompileArgs {
   std::string output;
   std::string target = "cpu";   // a list: "cpu,vulkan"
   std::string cpu = "native";
+  std::string cpuCode = "image";
   std::string metal = "macos"; // the MSL platform of --target metal
   std::string cudaArch = "sm_80"; // the GPU of --target cuda
   std::string quant = "none";   // none | f16 | w2 | w4 | w8 (the LM)

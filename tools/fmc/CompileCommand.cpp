@@ -15,6 +15,7 @@
 #include "targets/BuiltinTargets.h"
 #include "targets/Target.h"
 #include "targets/artifact/ArtifactWriter.h"
+#include "targets/artifact/AtomicFile.h"
 
 #include "fm/format.h"
 
@@ -217,7 +218,8 @@ int runCompile(const CompileArgs &args) {
   // 3. One executable per target for the fused kernels.
   auto t2 = Clock::now();
   target::TargetOptions topts{
-      {"cpu", args.cpu}, {"metal", args.metal}, {"cuda-arch", args.cudaArch}};
+      {"cpu", args.cpu}, {"cpu-code", args.cpuCode}, {"metal", args.metal},
+      {"cuda-arch", args.cudaArch}};
   std::vector<target::SerializedExecutable> executables;
   const bool anyKernels = !target::kernelNames(*module).empty();
   for (const target::Target *t : *targets) {
@@ -293,6 +295,19 @@ int runCompile(const CompileArgs &args) {
                                        trailer, planOptions);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
+  // What a target writes beside the artifact (statically linked kernels).
+  for (const target::SerializedExecutable &e : executables)
+    for (const target::SerializedExecutable::SideFile &f : e.sideFiles) {
+      const std::string path = args.output + f.suffix;
+      auto file = writer::AtomicFile::create(path);
+      if (!file)
+        return fail(path + ": " + llvm::toString(file.takeError()));
+      if (llvm::Error err = file->write(f.data.data(), f.data.size()))
+        return fail(path + ": " + llvm::toString(std::move(err)));
+      if (llvm::Error err = file->commit())
+        return fail(path + ": " + llvm::toString(std::move(err)));
+      progress("wrote " + path);
+    }
   double writeMs = msSince(t3);
 
   // 5. The report.

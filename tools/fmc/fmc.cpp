@@ -45,8 +45,14 @@ int main(int argc, char **argv) {
                          "vulkan, metal, cuda")
       ->default_val("cpu");
   compileCmd->add_option("--cpu", comp.cpu, "CPU to generate code for")
-      ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64", "aarch64-apple"}))
+      ->check(CLI::IsMember({"native", "x86-64-v3", "aarch64", "aarch64-apple", "aarch64-ios"}))
       ->default_val("native");
+  compileCmd->add_option("--cpu-code", comp.cpuCode,
+                         "how the CPU kernels ship: image (in the artifact, mapped by the "
+                         "runtime's loader) or static (OUTPUT.kernels.o and OUTPUT.kernels.c "
+                         "beside it, linked into the application: iOS)")
+      ->check(CLI::IsMember({"image", "static"}))
+      ->default_val("image");
   compileCmd->add_option("--metal", comp.metal,
                          "Metal platform of --target metal: macos (11+) or ios (14+)")
       ->check(CLI::IsMember({"macos", "ios"}))

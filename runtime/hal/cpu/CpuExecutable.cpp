@@ -3,6 +3,7 @@
 #include "hal/cpu/CpuExecutable.h"
 
 #include "hal/cpu/ElfImage.h"
+#include "hal/cpu/StaticKernels.h"
 
 #include <string>
 
@@ -13,10 +14,23 @@ CpuExecutable::load(const fm::artifact::Executable &exe,
                     const std::string &artifactName) {
   const std::string triple = exe.triple() ? exe.triple()->str() : "";
   const std::string format = exe.format()->str();
+  std::vector<std::string> functions;
+  for (const auto *f : *exe.functions())
+    functions.push_back(f->name()->str());
+  if (format == "static") { // linked into this program: the registry has them
+    const std::string key(exe.data()->begin(), exe.data()->end());
+    auto found = findStaticKernels(key, functions);
+    if (!found)
+      return Status::error(artifactName + ": executable for " + triple + ": " +
+                           found.message());
+    std::unique_ptr<CpuExecutable> result(new CpuExecutable());
+    result->functions_ = std::move(*found);
+    return result;
+  }
   if (format != "elf-so")
     return Status::error(artifactName + ": executable for " + triple +
                          " cannot run on this machine (format '" + format +
-                         "'; this runtime loads 'elf-so')");
+                         "'; this runtime loads 'elf-so' and 'static')");
 #if defined(__APPLE__) && defined(__aarch64__)
   // x18 is the platform's register on Apple's arm64: code compiled for
   // Linux may use it.
@@ -28,9 +42,6 @@ CpuExecutable::load(const fm::artifact::Executable &exe,
   // Checked and loaded from one private copy: the artifact's bytes may be
   // a mapping of a file that changes under us.
   std::vector<uint8_t> image(exe.data()->begin(), exe.data()->end());
-  std::vector<std::string> functions;
-  for (const auto *f : *exe.functions())
-    functions.push_back(f->name()->str());
   return loadImage(image, functions,
                    artifactName + ": executable for " + triple);
 }

@@ -26,8 +26,9 @@ public:
 
   /// Loads `exe` (format "elf-so", for this machine) from memory: checked
   /// (hal/cpu/ElfImage.h), mapped, relocated against the runtime's import
-  /// table (defaultElfImports) and protected. `artifactName` starts the
-  /// error messages.
+  /// table (defaultElfImports) and protected; or finds `exe` (format
+  /// "static") among the kernels linked into this program
+  /// (hal/cpu/StaticKernels.h). `artifactName` starts the error messages.
   static Expected<std::unique_ptr<CpuExecutable>>
   load(const fm::artifact::Executable &exe, const std::string &artifactName);
   /// The same from an image's bytes and its function names; `what` starts

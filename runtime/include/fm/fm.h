@@ -154,6 +154,25 @@ FM_API fm_status fm_device_count(size_t *count);
 FM_API fm_status fm_device_get(size_t index, fm_device_info *info);
 
 /* ------------------------------------------------------------------------
+ * Statically linked kernels (fmc compile --cpu-code static)
+ * ---------------------------------------------------------------------- */
+
+/* A generated CPU kernel: fmc's calling convention. */
+typedef void (*fm_kernel_function)(void **args, int64_t rows, int64_t pos);
+/* Registers an artifact's CPU kernels linked into the program (where code
+ * cannot be loaded at run time: iOS; or by choice). The OUTPUT.kernels.c
+ * that fmc writes beside the artifact calls it when the program starts
+ * (and defines fm_register_kernels_KEY() to call it by hand); a model whose
+ * kernels are not registered is refused at load, naming the key. Returns
+ * an fm_status value (as int, so that the generated source needs no
+ * header): FM_STATUS_INVALID_ARGUMENT for a malformed key or NULLs, or the
+ * same key registered with other functions. Any thread, any time before
+ * the model is loaded. */
+FM_API int fm_static_kernels_register(const char *key, const char *const *names,
+                                      const fm_kernel_function *functions,
+                                      size_t n);
+
+/* ------------------------------------------------------------------------
  * Models
  * ---------------------------------------------------------------------- */
 
