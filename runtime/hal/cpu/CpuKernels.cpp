@@ -111,8 +111,9 @@ public:
     // Linear.h) multiply packed weights as a GEMM over their Panel16 copy:
     // the artifact's, or one made before the program's first run
     // (beforeFirstRun), so that programs which never run cost no copies.
-    if (d.maxRows > kernels::kMatvecMaxRows &&
-        d.activations != kernels::QActivations::F32)
+    // (A program of at most kMatvecMaxRows rows still gets its copies, as
+    // the memory bound and fmc's artifact copies count them.)
+    if (d.maxRows > 1 && d.activations != kernels::QActivations::F32)
       for (Group &g : groups_)
         if (g.w.kind == WeightRef::Kind::Quant &&
             kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,

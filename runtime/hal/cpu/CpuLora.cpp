@@ -261,15 +261,14 @@ private:
             edges.push_back(e);
       std::sort(edges.begin(), edges.end());
       edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-      // Packed launches of more rows than the matvec takes (linear() in
-      // Linear.h) multiply by the Panel16 copy (exact activations keep the
-      // row kernel), whose columns go by panels of 16: every segment must
-      // start on one.
+      // Packed launches of more rows than the matvec takes (usesGemm)
+      // multiply by the Panel16 copy (exact activations keep the row
+      // kernel), whose columns go by panels of 16: every segment must start
+      // on one.
       bool panelEdges = true;
       for (int64_t e : edges)
         panelEdges = panelEdges && (e - c0) % 16 == 0;
-      g.wantsGemm = d.maxRows > kernels::kMatvecMaxRows &&
-                    g.w.kind == WeightRef::Kind::Quant &&
+      g.wantsGemm = d.maxRows > 1 && g.w.kind == WeightRef::Kind::Quant &&
                     d.activations != kernels::QActivations::F32 && panelEdges &&
                     kernels::gemmLayoutProblem(kernels::GemmLayout::Panel16,
                                                g.w.format, g.rows, k_)

@@ -286,6 +286,8 @@ TEST(GemmWeights, ASessionCopiesOnlyForTheProgramsItRuns) {
 TEST(GemmWeights, TheArtifactsCopiesAreReadInPlace) {
   QuantModel qm;
   QuantModel::Options o;
+  // More rows than the matvec takes (kernels/isa.h kMatvecMaxRows): qgemm.
+  o.maxRows = 16;
   const std::vector<uint8_t> plain = qm.build(o, kernelsSo());
   o.gemmCopies = true;
   const std::vector<uint8_t> copies = qm.build(o, kernelsSo());
@@ -293,7 +295,7 @@ TEST(GemmWeights, TheArtifactsCopiesAreReadInPlace) {
   const std::vector<uint8_t> zeros = qm.build(o, kernelsSo());
   const uint64_t table = kernels::gemmPackedBytes(
       GemmLayout::Panel16, o.embed.format(), QuantModel::kVocab, QuantModel::kHidden);
-  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2};
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
   struct Run {
     std::vector<float> logits;
     uint64_t bound = 0, made = 0;
