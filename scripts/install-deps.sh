@@ -22,7 +22,12 @@ PACKAGES=(
   mesa-vulkan-drivers libvulkan-dev vulkan-validationlayers glslc spirv-tools
   spirv-cross libspirv-cross-c-shared-dev
   python3.11-doc
+  libsodium-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libpng-dev:arm64
+  libjpeg-dev:arm64 zlib1g-dev:arm64
 )
+# The :arm64 libraries: the runtime cross-built for AArch64 and run under
+# qemu-user (test/aarch64); Debian's multiarch, so arm64 is added to dpkg's
+# architectures (then apt-get update fetches its package lists).
 # python3.11-doc: the trained models' corpus (examples/train/corpus.py); the
 # perplexity tests rebuild its test split from it.
 case "${1:-}" in
@@ -46,6 +51,7 @@ echo "install-deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done"

@@ -51,6 +51,12 @@ if shutil.which("llvm-objdump", path=config.environment["PATH"]):
 # under qemu-user with the AArch64 sysroot.
 _qemu_a64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
 _elf_load_a64 = os.path.join(config.fm_obj_root, "test", "loader", "fm_elf_load_aarch64")
+# The whole runtime cross-built (test/aarch64): wrappers for the e2e checks.
+_a64_bin = os.path.join(config.fm_obj_root, "test", "aarch64", "bin")
+if _qemu_a64 and os.access(os.path.join(config.fm_obj_root, "aarch64-runtime", "bin", "fm-run"),
+                           os.X_OK) and os.access(os.path.join(_a64_bin, "fm-run"), os.X_OK):
+    config.available_features.add("aarch64-runtime")
+    config.substitutions.append(("%{aarch64_bin}", _a64_bin))
 if _qemu_a64 and os.access(_elf_load_a64, os.X_OK):
     config.available_features.add("aarch64-qemu")
     config.substitutions.append(
