@@ -48,7 +48,7 @@ function(fm_add_neon_sanitized_check)
     VERBATIM)
   add_custom_target(fm_${_name} ALL DEPENDS ${A_OUTPUT})
   add_test(NAME ${A_TEST}
-    COMMAND ${FM_QEMU_AARCH64} -L ${_fm_neon_asan_sysroot} ${A_OUTPUT})
+    COMMAND ${FM_QEMU_AARCH64_RUN} ${A_OUTPUT})
   set_tests_properties(${A_TEST} PROPERTIES ENVIRONMENT
     "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1;UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1")
 endfunction()

@@ -48,7 +48,8 @@ if shutil.which("llvm-objdump", path=config.environment["PATH"]):
     config.available_features.add("fm-objdump")
 
 # fmc's ELF loader cross-built for AArch64 (test/loader/CMakeLists.txt), run
-# under qemu-user with the AArch64 sysroot.
+# under qemu-user with the AArch64 sysroot's C runtime first
+# (cmake/FmQemu.cmake says why).
 _qemu_a64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
 _elf_load_a64 = os.path.join(config.fm_obj_root, "test", "loader", "fm_elf_load_aarch64")
 # The whole runtime cross-built (test/aarch64): wrappers for the e2e checks.
@@ -60,7 +61,8 @@ if _qemu_a64 and os.access(os.path.join(config.fm_obj_root, "aarch64-runtime", "
 if _qemu_a64 and os.access(_elf_load_a64, os.X_OK):
     config.available_features.add("aarch64-qemu")
     config.substitutions.append(
-        ("%{elf_load_aarch64}", "%s -L /usr/aarch64-linux-gnu %s" % (_qemu_a64, _elf_load_a64)))
+        ("%{elf_load_aarch64}", "%s -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=%s %s" % (
+            _qemu_a64, "/usr/aarch64-linux-gnu/lib:/usr/lib/aarch64-linux-gnu", _elf_load_a64)))
 
 # The text tests' tokenizer oracle (@lenml/tokenizers) runs under node.
 if shutil.which("node"):

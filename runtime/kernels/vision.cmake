@@ -62,7 +62,7 @@ endif()
 # matmul; here so that runtime-only builds run it too. Skipped with a note
 # where qemu-aarch64 or the AArch64 sysroot is missing
 # (scripts/install-deps.sh installs both).
-find_program(FM_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
+include(${CMAKE_SOURCE_DIR}/cmake/FmQemu.cmake)
 set(_fm_sysroot /usr/aarch64-linux-gnu)
 if(FM_BUILD_TESTS AND FM_QEMU_AARCH64 AND EXISTS ${_fm_sysroot}/lib/libc.so.6 AND
    CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND
@@ -88,7 +88,7 @@ if(FM_BUILD_TESTS AND FM_QEMU_AARCH64 AND EXISTS ${_fm_sysroot}/lib/libc.so.6 AN
     VERBATIM)
   add_custom_target(fm_vision_neon_check ALL DEPENDS ${_fm_neon_out})
   add_test(NAME runtime.vision_kernels.neon
-    COMMAND ${FM_QEMU_AARCH64} -L ${_fm_sysroot} ${_fm_neon_out})
+    COMMAND ${FM_QEMU_AARCH64_RUN} ${_fm_neon_out})
   # The same check under ASan + UBSan (cmake/FmNeonSanitize.cmake).
   include(${PROJECT_SOURCE_DIR}/cmake/FmNeonSanitize.cmake)
   fm_add_neon_sanitized_check(TEST runtime.vision_kernels.neon.sanitize
