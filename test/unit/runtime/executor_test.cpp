@@ -380,7 +380,7 @@ TEST(Executor, ExecutableForAnotherMachine) {
     ASSERT_FALSE(model.isOk());
     EXPECT_EQ(model.message(),
               "mac.fmb: executable for arm64-apple-macosx14.0 cannot run on this "
-              "machine (format 'macho-o'; this runtime loads 'elf-so')");
+              "machine (format 'macho-o'; this runtime loads 'elf-so' and 'static')");
     // Without the executable it loads (for inspection).
     LoadOptions options;
     options.loadExecutable = false;
