@@ -1,5 +1,6 @@
 // Checks every matmul path this CPU can run against a double-precision
-// reference, on odd shapes, with and without accumulation, on 1-3 threads.
+// reference, on odd shapes, with and without accumulation, on 1-3 threads;
+// and each row of the matvec of 2-8 rows bit for bit the 1-row call's.
 #include "kernels/matmul.h"
 #include "kernels/isa_test_paths.h"
 

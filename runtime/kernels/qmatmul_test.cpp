@@ -1,7 +1,8 @@
 // Checks the generic qmatmul against a double-precision dequantize+matmul,
 // and every SIMD path and activation mode this CPU runs against the generic
 // one (within the activation rounding bound: int8 and int8x2 digits), on odd
-// shapes, every format, with and without accumulation, on 1-3 threads.
+// shapes, every format, with and without accumulation, on 1-3 threads; and
+// each row of the matvec of 2-8 rows bit for bit the 1-row call's.
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_problem.h"
 
